@@ -1,0 +1,540 @@
+//! The `knowledge-db` command line.
+//!
+//! Each subcommand is a thin layer over the library: parse flags, call one
+//! function, print the result as text for people or as JSON (`--json`) for
+//! programs. Exit codes: 0 success, 1 error, 2 usage error.
+
+mod output;
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::error::Error;
+use crate::eval::{evaluate, EvalOptions};
+use crate::record::{Kind, ParseOptions};
+use crate::search::batch::{read_queries, run_batch};
+use crate::search::time::parse_bound;
+use crate::search::{Filters, SearchEngine};
+use crate::store::add::add_paths;
+use crate::store::{default_root, Store};
+
+const AFTER_HELP: &str = "\
+Examples:
+  knowledge-db init
+  knowledge-db add compressed_context/ notes.jsonl
+  knowledge-db search \"oauth token refresh\" --since 7d
+  knowledge-db search parseConfig --file src/config.rs --json
+  knowledge-db eval --corpus ../shared/eval/scifact-dev
+
+The store lives in --store DIR, else $KNOWLEDGE_DB_HOME, else ~/.local/share/knowledge-db.";
+
+/// knowledge-db: long-term memory for AI coding agents.
+///
+/// Stores compressed context segments, cold task summaries, evicted messages and
+/// notes, and finds them again with code-aware BM25 search, offline.
+#[derive(Debug, Parser)]
+#[command(name = "knowledge-db", version, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// Store folder [default: $KNOWLEDGE_DB_HOME, else the platform data folder]
+    #[arg(long, global = true, value_name = "DIR")]
+    store: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create a new, empty store.
+    #[command(after_help = "Example:\n  knowledge-db init --store ./memory")]
+    Init(JsonFlag),
+
+    /// Add or update records from JSON files, folders, JSONL or stdin (`-`).
+    ///
+    /// Accepts the L2 segment JSON, cold-task summaries, messages, notes
+    /// ({id, title, text, metadata}) and BEIR corpus lines, detected by their
+    /// fields or named with a `kind` field. Records are upserted by id: re-adding
+    /// an unchanged record does nothing. A batch is all-or-nothing: if any record is
+    /// invalid, nothing is written and every problem is listed.
+    #[command(
+        visible_alias = "import",
+        after_help = "Examples:\n  knowledge-db add ~/.claude/compressed_context/\n  knowledge-db add corpus.jsonl --namespace-field conv\n  knowledge-db import --format beir corpus.jsonl\n  echo '{\"id\":\"n1\",\"text\":\"use PKCE\"}' | knowledge-db add -"
+    )]
+    Add(AddArgs),
+
+    /// Search the store; or run a batch of queries with --queries.
+    #[command(after_help = "Examples:\n  knowledge-db search \"why did the migration fail\"\n  knowledge-db search E0502 --kind segment -k 3\n  knowledge-db search oauth2.py --session 4f1c --since 2026-01-01\n  knowledge-db search --queries queries.jsonl --scope-field conv --json")]
+    Search(SearchArgs),
+
+    /// Print records by id (their stored JSON).
+    #[command(after_help = "Example:\n  knowledge-db get seg-0042")]
+    Get(GetArgs),
+
+    /// Delete records by id.
+    #[command(after_help = "Example:\n  knowledge-db delete seg-0042 s1:3")]
+    Delete(DeleteArgs),
+
+    /// Show record counts by kind, tier and namespace, and sizes on disk.
+    #[command(after_help = "Example:\n  knowledge-db stats --json")]
+    Stats(JsonFlag),
+
+    /// Measure retrieval quality and speed on a BEIR folder.
+    ///
+    /// Builds a temporary store from corpus.jsonl, runs every judged query from
+    /// queries.jsonl, and reports nDCG@10, Recall@5/10/100, MRR@10 and latency.
+    #[command(after_help = "Examples:\n  knowledge-db eval --corpus ../shared/eval/scifact-dev\n  knowledge-db eval --corpus ../shared/eval/locomo-dev --json")]
+    Eval(EvalArgs),
+
+    /// Generate benchmark corpora from real agent transcripts.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Debug, Args)]
+struct JsonFlag {
+    /// Print JSON instead of text
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Format {
+    /// Detect each record's kind from its fields
+    Auto,
+    Segment,
+    Task,
+    Message,
+    Note,
+    /// BEIR corpus lines ({_id, title, text, metadata}), stored as notes
+    Beir,
+}
+
+#[derive(Debug, Args)]
+struct AddArgs {
+    /// Files (.json, .jsonl), folders (searched recursively) or - for stdin
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+
+    /// Namespace for the records (a project or workspace) [default: the record's
+    /// own `namespace`, else "default"]
+    #[arg(long, value_name = "NS", conflicts_with = "namespace_field")]
+    namespace: Option<String>,
+
+    /// Take each record's namespace from this metadata field (e.g. conv)
+    #[arg(long, value_name = "FIELD")]
+    namespace_field: Option<String>,
+
+    /// Record format
+    #[arg(long, value_enum, default_value_t = Format::Auto)]
+    format: Format,
+
+    /// Seconds to wait for another writer [default: from config.toml, 30]
+    #[arg(long, value_name = "SECS")]
+    lock_timeout: Option<f64>,
+
+    /// Validate only; write nothing
+    #[arg(long)]
+    dry_run: bool,
+
+    /// Print JSON instead of text
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct SearchArgs {
+    /// What to look for: words, identifiers, file names, error codes
+    #[arg(value_name = "QUERY", required_unless_present = "queries")]
+    query: Option<String>,
+
+    /// Number of results
+    #[arg(short = 'k', long = "limit", default_value_t = 10)]
+    k: usize,
+
+    /// Search this namespace
+    #[arg(long, value_name = "NS", default_value = crate::record::DEFAULT_NAMESPACE, conflicts_with = "all_namespaces")]
+    namespace: String,
+
+    /// Search every namespace
+    #[arg(long)]
+    all_namespaces: bool,
+
+    /// Only records of this session
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+
+    /// Only records of this kind
+    #[arg(long, value_enum)]
+    kind: Option<KindArg>,
+
+    /// Only records at or after this time (2026-01-05, RFC 3339, or an age: 7d, 12h)
+    #[arg(long, value_name = "TIME", value_parser = parse_time_arg)]
+    since: Option<i64>,
+
+    /// Only records at or before this time
+    #[arg(long, value_name = "TIME", value_parser = parse_time_arg)]
+    until: Option<i64>,
+
+    /// Only records that touch this file (a path or its tail: oauth2.py)
+    #[arg(long, value_name = "PATH")]
+    file: Option<String>,
+
+    /// Run every query of a BEIR queries.jsonl; prints one JSON line per query
+    #[arg(long, value_name = "FILE", conflicts_with = "query")]
+    queries: Option<PathBuf>,
+
+    /// With --queries: search each query's own namespace, named by metadata.FIELD
+    #[arg(long, value_name = "FIELD", requires = "queries")]
+    scope_field: Option<String>,
+
+    /// Print JSON instead of text
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum KindArg {
+    Segment,
+    Task,
+    Message,
+    Note,
+}
+
+impl From<KindArg> for Kind {
+    fn from(k: KindArg) -> Kind {
+        match k {
+            KindArg::Segment => Kind::Segment,
+            KindArg::Task => Kind::Task,
+            KindArg::Message => Kind::Message,
+            KindArg::Note => Kind::Note,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+struct GetArgs {
+    /// Record ids
+    #[arg(required = true, value_name = "ID")]
+    ids: Vec<String>,
+
+    /// Accepted for symmetry; records always print as JSON
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct DeleteArgs {
+    /// Record ids
+    #[arg(required = true, value_name = "ID")]
+    ids: Vec<String>,
+
+    /// Seconds to wait for another writer [default: from config.toml, 30]
+    #[arg(long, value_name = "SECS")]
+    lock_timeout: Option<f64>,
+
+    /// Print JSON instead of text
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct EvalArgs {
+    /// BEIR folder with corpus.jsonl, queries.jsonl and qrels/*.tsv
+    #[arg(long, value_name = "DIR")]
+    corpus: PathBuf,
+
+    /// Scope each query to the namespace in its metadata.FIELD [default: detected]
+    #[arg(long, value_name = "FIELD", conflicts_with = "no_scope")]
+    scope_field: Option<String>,
+
+    /// Search the whole corpus for every query
+    #[arg(long)]
+    no_scope: bool,
+
+    /// Build the evaluation store here and keep it (default: a temporary folder)
+    #[arg(long, value_name = "DIR")]
+    keep_store: Option<PathBuf>,
+
+    /// Print JSON instead of text
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Write a BEIR folder of realistic records and queries made from transcripts.
+    #[command(after_help = "Example:\n  knowledge-db bench gen --from ../shared/eval/transcripts/claude-code-entire-cli --records 100000 --out /tmp/bench-100k\n  knowledge-db eval --corpus /tmp/bench-100k")]
+    Gen(GenArgs),
+}
+
+#[derive(Debug, Args)]
+struct GenArgs {
+    /// Folder of Claude Code transcripts (*.jsonl, *.jsonl.gz), searched recursively
+    #[arg(long, value_name = "DIR")]
+    from: PathBuf,
+
+    /// Number of records to generate
+    #[arg(long, default_value_t = 10_000)]
+    records: usize,
+
+    /// Number of queries (with one judged answer each)
+    #[arg(long, default_value_t = 1_000)]
+    queries: usize,
+
+    /// Seed; the same seed gives the same corpus
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+
+    /// Output folder (corpus.jsonl, queries.jsonl, qrels/test.tsv)
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+
+    /// Print JSON instead of text
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_time_arg(text: &str) -> Result<i64, String> {
+    parse_bound(text, crate::now_unix())
+}
+
+/// Runs the command line; the binary's `main`.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {}", output::error_chain(&error));
+            let usage = error.downcast_ref::<Error>().is_some_and(|e| matches!(e, Error::Usage(_)));
+            ExitCode::from(if usage { 2 } else { 1 })
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let root = cli.store.clone().unwrap_or_else(default_root);
+    match cli.command {
+        Command::Init(args) => init(&root, args.json),
+        Command::Add(args) => add(&root, args),
+        Command::Search(args) => search(&root, args),
+        Command::Get(args) => get(&root, args),
+        Command::Delete(args) => delete(&root, args),
+        Command::Stats(args) => stats(&root, args.json),
+        Command::Eval(args) => eval(args),
+        Command::Bench(BenchCommand::Gen(_args)) => bail!("TEMP"), // TEMP-BENCH
+    }
+}
+
+fn init(root: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
+    let store = Store::init(root)?;
+    if json {
+        output::print_json(&serde_json::json!({
+            "store": store.root(),
+            "format_version": store.config().format_version,
+        }))?;
+    } else {
+        println!("created an empty store at {}", store.root().display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn add(root: &std::path::Path, args: AddArgs) -> anyhow::Result<ExitCode> {
+    let store = Store::open(root)?;
+    let options = ParseOptions {
+        kind: match args.format {
+            Format::Auto => None,
+            Format::Segment => Some(Kind::Segment),
+            Format::Task => Some(Kind::Task),
+            Format::Message => Some(Kind::Message),
+            Format::Note | Format::Beir => Some(Kind::Note),
+        },
+        namespace: args.namespace.clone(),
+        namespace_field: args.namespace_field.clone(),
+        added_at: crate::now_rfc3339(),
+    };
+    let spinner = output::spinner("reading and indexing records");
+    let mut stdin = std::io::stdin().lock();
+    if args.dry_run {
+        let (records, bytes, _) = crate::store::add::read_records(&store, &args.paths, &mut stdin, &options)?;
+        spinner.finish_and_clear();
+        if args.json {
+            output::print_json(&serde_json::json!({"dry_run": true, "valid_records": records.len(), "bytes_read": bytes}))?;
+        } else {
+            println!("{} valid records ({}); nothing written (--dry-run)", records.len(), crate::record::input::human_bytes(bytes));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let summary = add_paths(&store, &args.paths, &mut stdin, &options, store.lock_timeout(args.lock_timeout))?;
+    spinner.finish_and_clear();
+    if args.json {
+        output::print_json(&summary)?;
+    } else {
+        output::print_add_summary(&summary);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
+    let store = Store::open(root)?;
+    let filters = Filters {
+        namespace: (!args.all_namespaces).then(|| args.namespace.clone()),
+        session: args.session.clone(),
+        kind: args.kind.map(Kind::from),
+        since: args.since,
+        until: args.until,
+        file: args.file.clone(),
+    };
+    let engine = SearchEngine::new(&store)?;
+    if let Some(path) = &args.queries {
+        let queries = read_queries(path)?;
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::new(stdout.lock());
+        run_batch(&engine, &queries, args.k, &filters, args.scope_field.as_deref(), |result| {
+            serde_json::to_writer(&mut out, &result).map_err(|e| Error::io("stdout", e.into()))?;
+            out.write_all(b"\n").map_err(|e| Error::io("stdout", e))
+        })?;
+        out.flush().context("writing results")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let query = args.query.as_deref().unwrap_or_default();
+    let response = engine.search(query, args.k, &filters)?;
+    if args.json {
+        output::print_json(&response)?;
+    } else {
+        output::print_search(&response, std::io::stdout().is_terminal());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn get(root: &std::path::Path, args: GetArgs) -> anyhow::Result<ExitCode> {
+    let store = Store::open(root)?;
+    let mut found = Vec::new();
+    let mut missing = Vec::new();
+    for id in &args.ids {
+        match store.get(id)? {
+            Some(record) => found.push(record),
+            None => missing.push(id.clone()),
+        }
+    }
+    // One id prints the record itself; several print them together with the misses.
+    if args.ids.len() == 1 {
+        if let Some(record) = found.first() {
+            output::print_json(&output::record_json(record))?;
+        }
+    } else {
+        let records: Vec<_> = found.iter().map(output::record_json).collect();
+        output::print_json(&serde_json::json!({"records": records, "missing": missing}))?;
+    }
+    if !missing.is_empty() {
+        eprintln!("error: no record with id {}", missing.join(", "));
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn delete(root: &std::path::Path, args: DeleteArgs) -> anyhow::Result<ExitCode> {
+    let store = Store::open(root)?;
+    let report = store.delete(&args.ids, store.lock_timeout(args.lock_timeout))?;
+    if args.json {
+        output::print_json(&report)?;
+    } else {
+        println!("deleted {} record{}", report.deleted.len(), if report.deleted.len() == 1 { "" } else { "s" });
+    }
+    if !report.missing.is_empty() {
+        eprintln!("error: no record with id {}", report.missing.join(", "));
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn stats(root: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
+    let store = Store::open(root)?;
+    let stats = store.stats()?;
+    if json {
+        output::print_json(&stats)?;
+    } else {
+        output::print_stats(&stats);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
+    for file in ["corpus.jsonl", "queries.jsonl"] {
+        if !args.corpus.join(file).is_file() {
+            bail!(Error::Usage(format!(
+                "{} has no {file}; --corpus takes a BEIR folder (corpus.jsonl, queries.jsonl, qrels/*.tsv)",
+                args.corpus.display()
+            )));
+        }
+    }
+    let options = EvalOptions {
+        corpus_dir: args.corpus.clone(),
+        scope_field: args.scope_field.clone(),
+        no_scope: args.no_scope,
+        store_dir: args.keep_store.clone(),
+    };
+    let bar = output::progress_bar();
+    let report = evaluate(&options, &mut |phase, done, total| {
+        bar.set_message(phase.to_string());
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    if args.json {
+        output::print_json(&report)?;
+    } else {
+        output::print_eval(&report);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(any())]
+fn bench_gen(args: GenArgs) -> anyhow::Result<ExitCode> {
+    let options = crate::bench::gen::GenOptions {
+        from: args.from.clone(),
+        records: args.records,
+        queries: args.queries,
+        seed: args.seed,
+        out: args.out.clone(),
+    };
+    let bar = output::progress_bar();
+    bar.set_length(args.records as u64);
+    bar.set_message("generating records");
+    let summary = crate::bench::gen::generate(&options, &mut |n| bar.set_position(n as u64))?;
+    bar.finish_and_clear();
+    if args.json {
+        output::print_json(&serde_json::json!({
+            "out": args.out,
+            "sessions_read": summary.sessions_read,
+            "source_lines": summary.source_lines,
+            "records": summary.records,
+            "segments": summary.segments,
+            "tasks": summary.tasks,
+            "messages": summary.messages,
+            "queries": summary.queries,
+            "bytes_written": summary.bytes_written,
+        }))?;
+    } else {
+        println!(
+            "wrote {} records ({} segments, {} tasks, {} messages) and {} queries from {} sessions to {}",
+            summary.records,
+            summary.segments,
+            summary.tasks,
+            summary.messages,
+            summary.queries,
+            summary.sessions_read,
+            args.out.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,199 @@
+//! Printing results for people (text) and programs (JSON), and progress on stderr.
+
+use std::io::{IsTerminal, Write};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::eval::EvalReport;
+use crate::record::input::human_bytes;
+use crate::record::Record;
+use crate::search::SearchResponse;
+use crate::store::add::AddSummary;
+use crate::store::Stats;
+
+pub fn print_json<T: Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
+/// The error and its causes on one line: `a: b: c`.
+pub fn error_chain(error: &anyhow::Error) -> String {
+    let mut text = error.to_string();
+    for cause in error.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
+}
+
+/// Progress is drawn only when a person watches both stdout and stderr.
+fn interactive() -> bool {
+    std::io::stderr().is_terminal() && std::io::stdout().is_terminal()
+}
+
+pub fn spinner(message: &str) -> ProgressBar {
+    if !interactive() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner().with_message(message.to_string());
+    bar.set_draw_target(ProgressDrawTarget::stderr());
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
+}
+
+pub fn progress_bar() -> ProgressBar {
+    if !interactive() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template("{msg:20} [{bar:40}] {pos}/{len} ({eta})") {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}
+
+/// A record as `get` prints it: the store's fields, then the caller's JSON.
+pub fn record_json(record: &Record) -> Value {
+    json!({
+        "id": record.id,
+        "kind": record.kind,
+        "namespace": record.namespace,
+        "tier": record.tier.as_str(),
+        "pruned": record.pruned,
+        "added_at": record.added_at,
+        "access_count": record.access_count,
+        "last_accessed": record.last_accessed,
+        "citation": record.citation(),
+        "source": record.source,
+    })
+}
+
+pub fn print_add_summary(s: &AddSummary) {
+    let r = &s.report;
+    println!(
+        "{} records read ({}): {} added, {} updated, {} unchanged in {:.2}s",
+        s.records,
+        human_bytes(s.bytes_read),
+        r.added,
+        r.updated,
+        r.unchanged,
+        s.seconds
+    );
+    if !r.duplicate_ids.is_empty() {
+        eprintln!(
+            "note: {} ids appeared more than once; the last version of each was kept (e.g. {})",
+            r.duplicate_ids.len(),
+            r.duplicate_ids[0]
+        );
+    }
+    if !s.skipped_files.is_empty() {
+        eprintln!(
+            "note: skipped {} files that are not .json or .jsonl (e.g. {})",
+            s.skipped_files.len(),
+            s.skipped_files[0].display()
+        );
+    }
+}
+
+/// Ranked results; matched terms in bold on a terminal, `**term**` otherwise.
+pub fn print_search(response: &SearchResponse, color: bool) {
+    if let Some(why) = &response.explanation {
+        println!("no results: {why}");
+        return;
+    }
+    for hit in &response.results {
+        let title = if hit.title.is_empty() { hit.id.as_str() } else { hit.title.as_str() };
+        println!("{}. [{}] {}  (score {:.2})", hit.rank, hit.kind, title, hit.score);
+        let mut meta = vec![hit.citation.clone()];
+        if let Some(t) = &hit.timestamp {
+            meta.push(t.clone());
+        }
+        if !hit.files.is_empty() {
+            meta.push(hit.files.iter().take(3).cloned().collect::<Vec<_>>().join(", "));
+        }
+        println!("   {}", meta.join(" · "));
+        if !hit.snippet.is_empty() {
+            println!("   {}", highlight(&hit.snippet, &hit.highlights, color).replace('\n', " "));
+        }
+        println!();
+    }
+}
+
+fn highlight(text: &str, ranges: &[(usize, usize)], color: bool) -> String {
+    let (open, close) = if color { ("\x1b[1;33m", "\x1b[0m") } else { ("**", "**") };
+    let mut out = String::with_capacity(text.len() + ranges.len() * 8);
+    let mut last = 0;
+    for &(start, end) in ranges {
+        if start < last || end > text.len() || !text.is_char_boundary(start) || !text.is_char_boundary(end) {
+            continue;
+        }
+        out.push_str(&text[last..start]);
+        out.push_str(open);
+        out.push_str(&text[start..end]);
+        out.push_str(close);
+        last = end;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+pub fn print_stats(s: &Stats) {
+    println!("store           {}", s.store.display());
+    println!("format version  {}", s.format_version);
+    println!("records         {}", s.records);
+    for (label, counts) in [("by kind", &s.by_kind), ("by tier", &s.by_tier), ("by namespace", &s.by_namespace)] {
+        let list: Vec<String> = counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        println!("{label:<15} {}", if list.is_empty() { "-".to_string() } else { list.join(", ") });
+    }
+    println!("text index      {} in {} segments", human_bytes(s.text_index_bytes), s.segments);
+    if let (Some(oldest), Some(newest)) = (&s.oldest, &s.newest) {
+        println!("time range      {oldest} .. {newest}");
+    }
+}
+
+pub fn print_eval(r: &EvalReport) {
+    println!("dataset   {}", r.dataset);
+    println!(
+        "corpus    {} documents, {} judged queries{}",
+        r.documents,
+        r.queries,
+        r.scope_field.as_ref().map(|f| format!(", each scoped by metadata.{f}")).unwrap_or_default()
+    );
+    println!();
+    println!("| metric        | value  |");
+    println!("|---------------|--------|");
+    for (name, value) in [
+        ("nDCG@10", r.ndcg_at_10),
+        ("Recall@5", r.recall_at_5),
+        ("Recall@10", r.recall_at_10),
+        ("Recall@100", r.recall_at_100),
+        ("MRR@10", r.mrr_at_10),
+    ] {
+        println!("| {name:<13} | {value:.4} |");
+    }
+    println!();
+    println!(
+        "search latency  p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms",
+        r.latency_ms_p50, r.latency_ms_p95, r.latency_ms_p99
+    );
+    println!("add             {:.0} records/s ({:.2}s)", r.add_records_per_second, r.add_seconds);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn highlight_marks_ranges_and_skips_bad_ones() {
+        assert_eq!(highlight("fix the parser", &[(8, 14)], false), "fix the **parser**");
+        assert_eq!(highlight("ab", &[(1, 9)], false), "ab");
+    }
+}

@@ -1,0 +1,190 @@
+//! The text index: how records are laid out in tantivy.
+//!
+//! Tantivy is both the BM25 engine and the source of truth for L2: every record's
+//! JSON is kept in the stored field `record`, and everything else in the index can
+//! be re-derived from it. The searchable fields mirror the record model: `title`
+//! (topic, subject or title), `content`, `decisions`, `files`, `commands` and
+//! `errors`, all analysed by the code-aware [`tokenizer`]. Filters use exact
+//! (untokenized) fields: `id`, `kind`, `namespace`, `session`, `tier`, plus the
+//! `timestamp` date. `hash` fingerprints a record version so re-adding it is a no-op.
+
+pub mod tokenizer;
+
+use tantivy::schema::{
+    DateOptions, DateTimePrecision, Field, IndexRecordOption, NumericOptions, Schema,
+    TextFieldIndexing, TextOptions, FAST, STORED, STRING,
+};
+use tantivy::{DateTime, Index, TantivyDocument};
+
+use crate::error::{Error, Result};
+use crate::record::{parse::derive_fields, Record};
+
+/// Handles to the fields of the index schema.
+#[derive(Debug, Clone, Copy)]
+pub struct IndexFields {
+    pub id: Field,
+    pub kind: Field,
+    pub namespace: Field,
+    pub session: Field,
+    pub tier: Field,
+    pub title: Field,
+    pub content: Field,
+    pub decisions: Field,
+    pub files: Field,
+    pub commands: Field,
+    pub errors: Field,
+    pub timestamp: Field,
+    pub hash: Field,
+    pub record: Field,
+}
+
+/// The searchable text fields with their names, in the order results explain them.
+pub const TEXT_FIELDS: [&str; 6] = ["title", "content", "decisions", "files", "commands", "errors"];
+
+impl IndexFields {
+    /// The schema of a new store.
+    pub fn schema() -> Schema {
+        let mut builder = Schema::builder();
+        let keyword = STRING | FAST;
+        builder.add_text_field("id", STRING | STORED | FAST);
+        builder.add_text_field("kind", keyword.clone());
+        builder.add_text_field("namespace", keyword.clone());
+        builder.add_text_field("session", keyword.clone());
+        builder.add_text_field("tier", keyword);
+        let text = TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(tokenizer::CODE_TOKENIZER)
+                .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+        );
+        for name in TEXT_FIELDS {
+            builder.add_text_field(name, text.clone());
+        }
+        builder.add_date_field(
+            "timestamp",
+            DateOptions::default()
+                .set_indexed()
+                .set_fast()
+                .set_precision(DateTimePrecision::Seconds),
+        );
+        builder.add_u64_field("hash", NumericOptions::default().set_fast());
+        builder.add_text_field("record", STORED);
+        builder.build()
+    }
+
+    /// Looks the fields up in an opened index's schema.
+    pub fn from_schema(schema: &Schema) -> Result<IndexFields> {
+        let get = |name: &str| {
+            schema.get_field(name).map_err(|_| {
+                Error::Index(tantivy::TantivyError::SchemaError(format!(
+                    "the text index has no field `{name}`; it was not written by this knowledge-db"
+                )))
+            })
+        };
+        Ok(IndexFields {
+            id: get("id")?,
+            kind: get("kind")?,
+            namespace: get("namespace")?,
+            session: get("session")?,
+            tier: get("tier")?,
+            title: get("title")?,
+            content: get("content")?,
+            decisions: get("decisions")?,
+            files: get("files")?,
+            commands: get("commands")?,
+            errors: get("errors")?,
+            timestamp: get("timestamp")?,
+            hash: get("hash")?,
+            record: get("record")?,
+        })
+    }
+
+    /// The text fields paired with their names.
+    pub fn text_fields(&self) -> [(Field, &'static str); 6] {
+        [
+            (self.title, "title"),
+            (self.content, "content"),
+            (self.decisions, "decisions"),
+            (self.files, "files"),
+            (self.commands, "commands"),
+            (self.errors, "errors"),
+        ]
+    }
+
+    /// The tantivy document for a record.
+    pub fn document(&self, record: &Record, hash: u64) -> Result<TantivyDocument> {
+        let mut doc = TantivyDocument::default();
+        let f = &record.fields;
+        doc.add_text(self.id, &record.id);
+        doc.add_text(self.kind, record.kind.as_str());
+        doc.add_text(self.namespace, &record.namespace);
+        if let Some(session) = &f.session_id {
+            doc.add_text(self.session, session);
+        }
+        doc.add_text(self.tier, record.tier.as_str());
+        doc.add_text(self.title, &f.title);
+        doc.add_text(self.content, &f.content);
+        for (field, values) in [
+            (self.decisions, &f.decisions),
+            (self.files, &f.files),
+            (self.commands, &f.commands),
+            (self.errors, &f.errors),
+        ] {
+            for value in values {
+                doc.add_text(field, value);
+            }
+        }
+        if let Some(secs) = f.timestamp {
+            doc.add_date(self.timestamp, DateTime::from_timestamp_secs(secs));
+        }
+        doc.add_u64(self.hash, hash);
+        let json = serde_json::to_string(record).map_err(|e| Error::CorruptRecord {
+            id: record.id.clone(),
+            message: e.to_string(),
+        })?;
+        doc.add_text(self.record, json);
+        Ok(doc)
+    }
+
+    /// The record stored in a document, with its searchable fields re-derived.
+    pub fn record(&self, doc: &TantivyDocument) -> Result<Record> {
+        use tantivy::schema::Value;
+        let json = doc
+            .get_first(self.record)
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| Error::CorruptRecord {
+                id: "?".into(),
+                message: "stored document has no record JSON".into(),
+            })?;
+        let mut record: Record = serde_json::from_str(json).map_err(|e| Error::CorruptRecord {
+            id: "?".into(),
+            message: e.to_string(),
+        })?;
+        record.fields =
+            derive_fields(record.kind, &record.source).map_err(|(field, message)| Error::CorruptRecord {
+                id: record.id.clone(),
+                message: format!("field `{field}`: {message}"),
+            })?;
+        Ok(record)
+    }
+}
+
+/// Registers the code analyzer with an index (tokenizers are not persisted).
+pub fn register_tokenizers(index: &Index) {
+    index
+        .tokenizers()
+        .register(tokenizer::CODE_TOKENIZER, tokenizer::analyzer());
+}
+
+/// A stable fingerprint of a record version: kind, namespace and the caller's JSON.
+pub fn record_hash(record: &Record) -> u64 {
+    let mut bytes = Vec::with_capacity(256);
+    bytes.extend_from_slice(record.kind.as_str().as_bytes());
+    bytes.push(0);
+    bytes.extend_from_slice(record.namespace.as_bytes());
+    bytes.push(0);
+    // serde_json with preserve_order writes keys as given, so the same input is the same bytes.
+    if serde_json::to_writer(&mut bytes, &record.source).is_err() {
+        bytes.extend_from_slice(record.id.as_bytes());
+    }
+    xxhash_rust::xxh3::xxh3_64(&bytes)
+}

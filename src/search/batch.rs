@@ -1,0 +1,117 @@
+//! Batch search: many queries against one opened store.
+//!
+//! Evaluation and benchmark runs send hundreds of queries; opening the store for
+//! each would measure the open, not the search. A batch reads BEIR `queries.jsonl`
+//! (`{"_id", "text", "metadata"}`), optionally scopes each query to the namespace
+//! named by one of its metadata fields, and returns ranked ids with the time each
+//! query took.
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Filters, SearchEngine};
+use crate::error::{Error, InputError, InputErrors, Origin, Result};
+
+/// One query of a batch.
+#[derive(Debug, Clone)]
+pub struct BatchQuery {
+    pub id: String,
+    pub text: String,
+    pub metadata: Value,
+}
+
+/// The answer to one batch query.
+#[derive(Debug, Clone, Serialize)]
+pub struct BatchResult {
+    pub query_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub results: Vec<RankedId>,
+    pub took_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RankedId {
+    pub id: String,
+    pub score: f32,
+}
+
+/// Reads a BEIR queries file, reporting every bad line.
+pub fn read_queries(path: &Path) -> Result<Vec<BatchQuery>> {
+    let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let name = path.display().to_string();
+    let mut queries = Vec::new();
+    let mut errors = Vec::new();
+    for (i, line) in text.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let origin = Origin::line(&name, i + 1);
+        match parse_query_line(line, &origin) {
+            Ok(q) => queries.push(q),
+            Err(e) => errors.push(e),
+        }
+    }
+    if errors.is_empty() {
+        Ok(queries)
+    } else {
+        Err(Error::Input(InputErrors(errors)))
+    }
+}
+
+fn parse_query_line(line: &[u8], origin: &Origin) -> Result<BatchQuery, InputError> {
+    let value: Value = serde_json::from_slice(line)
+        .map_err(|e| InputError::new(origin, None, format!("invalid JSON: {e}")))?;
+    let id = match value.get("_id").or_else(|| value.get("id")) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => return Err(InputError::new(origin, Some("_id"), "missing: every query needs an id")),
+    };
+    let text = match value.get("text").or_else(|| value.get("query")) {
+        Some(Value::String(s)) => s.clone(),
+        _ => return Err(InputError::new(origin, Some("text"), "missing: expected the query text as a string")),
+    };
+    let metadata = value.get("metadata").cloned().unwrap_or(Value::Null);
+    Ok(BatchQuery { id, text, metadata })
+}
+
+impl BatchQuery {
+    /// The namespace named by `metadata.FIELD`, if the query has it.
+    pub fn scope(&self, field: &str) -> Option<String> {
+        match self.metadata.get(field) {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        }
+    }
+}
+
+/// Runs every query on one engine; `scope_field` overrides the namespace per query.
+pub fn run_batch(
+    engine: &SearchEngine,
+    queries: &[BatchQuery],
+    k: usize,
+    filters: &Filters,
+    scope_field: Option<&str>,
+    mut on_result: impl FnMut(BatchResult) -> Result<()>,
+) -> Result<()> {
+    for query in queries {
+        let mut filters = filters.clone();
+        if let Some(field) = scope_field {
+            filters.namespace = query.scope(field).or(filters.namespace);
+        }
+        let started = Instant::now();
+        let ranked = engine.search_ids(&query.text, k, &filters)?;
+        let took_ms = started.elapsed().as_secs_f64() * 1000.0;
+        on_result(BatchResult {
+            query_id: query.id.clone(),
+            namespace: filters.namespace.clone(),
+            results: ranked.into_iter().map(|(id, score)| RankedId { id, score }).collect(),
+            took_ms,
+        })?;
+    }
+    Ok(())
+}

@@ -1,0 +1,428 @@
+//! Search: from a question to ranked, explained records.
+//!
+//! The query text goes through the same code-aware analyzer as the records, and
+//! every resulting term is looked up in every text field with that field's boost;
+//! a record's BM25 score is the sum over fields (a "most fields" match, so a hit in
+//! both the topic and the content counts for more than either alone). Filters
+//! (namespace, session, kind, time range, file) narrow the candidates without
+//! changing scores. A search that finds nothing says why.
+
+pub mod batch;
+pub mod time;
+
+use std::ops::Bound;
+
+use serde::Serialize;
+use tantivy::collector::TopDocs;
+use tantivy::query::{
+    BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery, Occur, PhraseQuery, Query, RangeQuery,
+    TermQuery,
+};
+use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::snippet::SnippetGenerator;
+use tantivy::tokenizer::TextAnalyzer;
+use tantivy::{DateTime, DocAddress, Searcher, TantivyDocument, Term};
+
+use crate::error::{Error, Result};
+use crate::index::{tokenizer, IndexFields};
+use crate::record::parse::format_time;
+use crate::record::{Kind, Record};
+use crate::store::Store;
+
+/// Most distinct query terms used; the rest of a very long query is ignored.
+pub const MAX_QUERY_TERMS: usize = 1024;
+
+/// Longest snippet, in characters.
+const SNIPPET_CHARS: usize = 220;
+
+/// Which records a search may return.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Filters {
+    /// `None` searches every namespace.
+    pub namespace: Option<String>,
+    pub session: Option<String>,
+    pub kind: Option<Kind>,
+    /// Unix seconds, inclusive.
+    pub since: Option<i64>,
+    /// Unix seconds, inclusive.
+    pub until: Option<i64>,
+    /// A file path or a suffix of one (`oauth2.py` matches `src/auth/oauth2.py`).
+    pub file: Option<String>,
+}
+
+impl Filters {
+    /// The filters as command-line flags, for messages.
+    fn describe(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(ns) = &self.namespace {
+            out.push(format!("--namespace {ns}"));
+        }
+        if let Some(s) = &self.session {
+            out.push(format!("--session {s}"));
+        }
+        if let Some(k) = self.kind {
+            out.push(format!("--kind {k}"));
+        }
+        if let Some(t) = self.since {
+            out.push(format!("--since {}", format_time(t)));
+        }
+        if let Some(t) = self.until {
+            out.push(format!("--until {}", format_time(t)));
+        }
+        if let Some(f) = &self.file {
+            out.push(format!("--file {f}"));
+        }
+        out
+    }
+}
+
+/// Score parts of a result: BM25 now; the vector part arrives with embeddings.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScoreParts {
+    pub bm25: f32,
+    pub vector: Option<f32>,
+}
+
+/// One ranked result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Hit {
+    pub rank: usize,
+    pub id: String,
+    pub kind: Kind,
+    pub namespace: String,
+    pub score: f32,
+    pub scores: ScoreParts,
+    pub title: String,
+    pub snippet: String,
+    /// Byte ranges of matched terms within `snippet`.
+    pub highlights: Vec<(usize, usize)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_turn: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_turn: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
+    pub tier: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+    pub citation: String,
+}
+
+/// The answer to one search.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResponse {
+    pub query: String,
+    pub filters: Filters,
+    pub results: Vec<Hit>,
+    /// Why there are no results, when there are none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<String>,
+    pub vector: &'static str,
+    pub took_ms: f64,
+}
+
+/// A searcher over one commit of a store, reused across many queries.
+pub struct SearchEngine {
+    searcher: Searcher,
+    fields: IndexFields,
+    boosts: [f32; 6],
+    analyzer: TextAnalyzer,
+    max_query_bytes: usize,
+}
+
+impl SearchEngine {
+    pub fn new(store: &Store) -> Result<SearchEngine> {
+        Ok(SearchEngine {
+            searcher: store.reader()?.searcher(),
+            fields: *store.fields(),
+            boosts: store.config().ranking.boosts(),
+            analyzer: tokenizer::analyzer(),
+            max_query_bytes: store.config().limits.max_query_bytes,
+        })
+    }
+
+    pub fn num_records(&self) -> u64 {
+        self.searcher.num_docs()
+    }
+
+    /// Ranked ids and scores only: the fast path for batch runs and evaluation.
+    pub fn search_ids(&self, query: &str, k: usize, filters: &Filters) -> Result<Vec<(String, f32)>> {
+        self.check_query(query)?;
+        let terms = self.query_terms(query);
+        let top = self.top_docs(&self.text_query(&terms), filters, k)?;
+        top.into_iter()
+            .map(|(score, address)| Ok((self.id_of(address)?, score)))
+            .collect()
+    }
+
+    /// A full search: ranked hits with snippets, or an explanation of why none.
+    pub fn search(&self, query: &str, k: usize, filters: &Filters) -> Result<SearchResponse> {
+        let started = std::time::Instant::now();
+        self.check_query(query)?;
+        let terms = self.query_terms(query);
+        let text_query = self.text_query(&terms);
+        let top = self.top_docs(&text_query, filters, k)?;
+        let mut snippets = SnippetGenerator::create(&self.searcher, &*text_query, self.fields.content)?;
+        snippets.set_max_num_chars(SNIPPET_CHARS);
+        let mut results = Vec::with_capacity(top.len());
+        for (rank, (score, address)) in top.into_iter().enumerate() {
+            let doc: TantivyDocument = self.searcher.doc(address)?;
+            let record = self.fields.record(&doc)?;
+            results.push(hit(rank + 1, score, record, &snippets));
+        }
+        let explanation = if results.is_empty() {
+            Some(self.explain_empty(&terms, &text_query, filters)?)
+        } else {
+            None
+        };
+        Ok(SearchResponse {
+            query: query.to_string(),
+            filters: filters.clone(),
+            results,
+            explanation,
+            vector: "unavailable",
+            took_ms: started.elapsed().as_secs_f64() * 1000.0,
+        })
+    }
+
+    fn check_query(&self, query: &str) -> Result<()> {
+        if query.len() > self.max_query_bytes {
+            return Err(Error::Usage(format!(
+                "the query is {} bytes, over the limit of {} (limits.max_query_bytes in config.toml)",
+                query.len(),
+                self.max_query_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    /// Distinct analyzed terms of the query, in order of first appearance.
+    fn query_terms(&self, query: &str) -> Vec<String> {
+        let mut analyzer = self.analyzer.clone();
+        let mut stream = analyzer.token_stream(query);
+        let mut terms: Vec<String> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        while let Some(token) = stream.next() {
+            if terms.len() >= MAX_QUERY_TERMS {
+                break;
+            }
+            if seen.insert(token.text.clone()) {
+                terms.push(token.text.clone());
+            }
+        }
+        terms
+    }
+
+    /// Every term in every text field, with the field's boost; scores add up.
+    fn text_query(&self, terms: &[String]) -> Box<dyn Query> {
+        if terms.is_empty() {
+            return Box::new(EmptyQuery);
+        }
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(terms.len() * 6);
+        for ((field, _), boost) in self.fields.text_fields().into_iter().zip(self.boosts) {
+            if boost <= 0.0 {
+                continue;
+            }
+            for term in terms {
+                let query = TermQuery::new(Term::from_field_text(field, term), IndexRecordOption::WithFreqs);
+                let query: Box<dyn Query> = if (boost - 1.0).abs() < f32::EPSILON {
+                    Box::new(query)
+                } else {
+                    Box::new(BoostQuery::new(Box::new(query), boost))
+                };
+                clauses.push((Occur::Should, query));
+            }
+        }
+        Box::new(BooleanQuery::new(clauses))
+    }
+
+    fn top_docs(&self, text_query: &dyn Query, filters: &Filters, k: usize) -> Result<Vec<(f32, DocAddress)>> {
+        let query = self.filtered(text_query, filters);
+        Ok(self
+            .searcher
+            .search(&*query, &TopDocs::with_limit(k.max(1)).order_by_score())?)
+    }
+
+    /// The text query restricted by the filters, which do not change scores.
+    fn filtered(&self, text_query: &dyn Query, filters: &Filters) -> Box<dyn Query> {
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text_query.box_clone())];
+        for filter in self.filter_queries(filters) {
+            clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(filter, 0.0))));
+        }
+        if clauses.len() == 1 {
+            return text_query.box_clone();
+        }
+        Box::new(BooleanQuery::new(clauses))
+    }
+
+    fn filter_queries(&self, filters: &Filters) -> Vec<Box<dyn Query>> {
+        let f = &self.fields;
+        let mut out: Vec<Box<dyn Query>> = Vec::new();
+        let exact = |field: Field, value: &str| -> Box<dyn Query> {
+            Box::new(TermQuery::new(Term::from_field_text(field, value), IndexRecordOption::Basic))
+        };
+        if let Some(ns) = &filters.namespace {
+            out.push(exact(f.namespace, ns));
+        }
+        if let Some(session) = &filters.session {
+            out.push(exact(f.session, session));
+        }
+        if let Some(kind) = filters.kind {
+            out.push(exact(f.kind, kind.as_str()));
+        }
+        if filters.since.is_some() || filters.until.is_some() {
+            let bound = |t: Option<i64>| match t {
+                Some(secs) => Bound::Included(Term::from_field_date(f.timestamp, DateTime::from_timestamp_secs(secs))),
+                None => Bound::Unbounded,
+            };
+            out.push(Box::new(RangeQuery::new(bound(filters.since), bound(filters.until))));
+        }
+        if let Some(file) = &filters.file {
+            out.push(self.file_query(file));
+        }
+        out
+    }
+
+    /// A file filter: the path's parts as a phrase in `files`, so a suffix matches.
+    fn file_query(&self, path: &str) -> Box<dyn Query> {
+        let mut analyzer = self.analyzer.clone();
+        let mut stream = analyzer.token_stream(path);
+        let mut parts: Vec<(usize, Term)> = Vec::new();
+        while let Some(token) = stream.next() {
+            if token.position_length == 1 && parts.last().is_none_or(|(p, _)| *p < token.position) {
+                parts.push((token.position, Term::from_field_text(self.fields.files, &token.text)));
+            }
+        }
+        match parts.len() {
+            0 => Box::new(EmptyQuery),
+            1 => Box::new(TermQuery::new(parts.remove(0).1, IndexRecordOption::Basic)),
+            _ => {
+                let first = parts[0].0;
+                let parts = parts.into_iter().map(|(p, t)| (p - first, t)).collect();
+                Box::new(PhraseQuery::new_with_offset(parts))
+            }
+        }
+    }
+
+    fn id_of(&self, address: DocAddress) -> Result<String> {
+        let segment = self.searcher.segment_reader(address.segment_ord);
+        let column = segment.fast_fields().str("id")?;
+        let mut id = String::new();
+        if let Some(column) = column {
+            if let Some(ord) = column.term_ords(address.doc_id).next() {
+                column
+                    .ord_to_str(ord, &mut id)
+                    .map_err(|e| Error::CorruptRecord { id: "?".into(), message: e.to_string() })?;
+            }
+        }
+        Ok(id)
+    }
+
+    fn count(&self, query: &dyn Query) -> Result<usize> {
+        Ok(self.searcher.search(query, &tantivy::collector::Count)?)
+    }
+
+    /// Why a search returned nothing: empty store, no searchable words, filters, or no match.
+    fn explain_empty(&self, terms: &[String], text_query: &dyn Query, filters: &Filters) -> Result<String> {
+        if self.searcher.num_docs() == 0 {
+            return Ok("the store is empty: add records with `knowledge-db add PATH`".into());
+        }
+        if terms.is_empty() {
+            return Ok("the query has no searchable words (only punctuation or symbols)".into());
+        }
+        let unfiltered = self.count(text_query)?;
+        if unfiltered == 0 {
+            return Ok(format!(
+                "no record in the store ({} records) contains any of the query's terms: {}",
+                self.searcher.num_docs(),
+                terms.join(", ")
+            ));
+        }
+        let mut reasons = Vec::new();
+        for (flag, single) in filters.describe().into_iter().zip(self.single_filters(filters)) {
+            let passing = self.count(&*self.filtered(text_query, &single))?;
+            reasons.push(format!("{flag} keeps {passing}"));
+        }
+        let mut message = format!(
+            "{unfiltered} record{} match the query, but the filters exclude all of them ({})",
+            if unfiltered == 1 { "" } else { "s" },
+            reasons.join("; ")
+        );
+        if filters.namespace.is_some() {
+            message.push_str("; try --all-namespaces, or `knowledge-db stats` to list namespaces");
+        }
+        Ok(message)
+    }
+
+    /// Each filter on its own, in the order of [`Filters::describe`].
+    fn single_filters(&self, filters: &Filters) -> Vec<Filters> {
+        let none = Filters::default();
+        let mut out = Vec::new();
+        if filters.namespace.is_some() {
+            out.push(Filters { namespace: filters.namespace.clone(), ..none.clone() });
+        }
+        if filters.session.is_some() {
+            out.push(Filters { session: filters.session.clone(), ..none.clone() });
+        }
+        if filters.kind.is_some() {
+            out.push(Filters { kind: filters.kind, ..none.clone() });
+        }
+        if filters.since.is_some() {
+            out.push(Filters { since: filters.since, ..none.clone() });
+        }
+        if filters.until.is_some() {
+            out.push(Filters { until: filters.until, ..none.clone() });
+        }
+        if filters.file.is_some() {
+            out.push(Filters { file: filters.file.clone(), ..none });
+        }
+        out
+    }
+}
+
+fn hit(rank: usize, score: f32, record: Record, snippets: &SnippetGenerator) -> Hit {
+    let mut snippet = snippets.snippet(&record.fields.content);
+    if snippet.is_empty() {
+        snippet = snippets.snippet(&record.display_text());
+    }
+    let (text, highlights) = if snippet.fragment().is_empty() {
+        (leading_chars(&record.fields.content, SNIPPET_CHARS), Vec::new())
+    } else {
+        let ranges = snippet.highlighted().iter().map(|r| (r.start, r.end)).collect();
+        (snippet.fragment().to_string(), ranges)
+    };
+    let citation = record.citation();
+    let f = record.fields;
+    Hit {
+        rank,
+        id: record.id,
+        kind: record.kind,
+        namespace: record.namespace,
+        score,
+        scores: ScoreParts { bm25: score, vector: None },
+        title: f.title,
+        snippet: text,
+        highlights,
+        session_id: f.session_id,
+        start_turn: f.start_turn,
+        end_turn: f.end_turn,
+        timestamp: f.timestamp.map(format_time),
+        tier: record.tier.as_str(),
+        files: f.files,
+        citation,
+    }
+}
+
+/// The first `n` characters of `text`, cut at a word boundary where possible.
+fn leading_chars(text: &str, n: usize) -> String {
+    if text.chars().count() <= n {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(n).collect();
+    match cut.rfind(char::is_whitespace) {
+        Some(i) if i > n / 2 => format!("{}…", &cut[..i]),
+        _ => format!("{cut}…"),
+    }
+}

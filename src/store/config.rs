@@ -1,0 +1,152 @@
+//! `config.toml`: the store's format version, limits and ranking weights.
+//!
+//! Written by `init`, read on every open. Missing keys take their defaults, so a
+//! store written by an older release keeps working when a setting is added.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// The on-disk format this build reads and writes. Bump it when the schema or
+/// layout changes incompatibly.
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    pub format_version: u32,
+    #[serde(default)]
+    pub created_at: String,
+    #[serde(default)]
+    pub limits: Limits,
+    #[serde(default)]
+    pub ranking: Ranking,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Limits {
+    /// Largest accepted record, in bytes of JSON.
+    pub max_record_bytes: usize,
+    /// Longest accepted query, in bytes.
+    pub max_query_bytes: usize,
+    /// How long a writer waits for another writer to finish, in seconds.
+    pub lock_timeout_secs: f64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_record_bytes: 8 * 1024 * 1024,
+            max_query_bytes: 64 * 1024,
+            lock_timeout_secs: 30.0,
+        }
+    }
+}
+
+/// BM25 field boosts. Chosen on `../shared/eval` (see the README's eval table).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Ranking {
+    pub title_boost: f32,
+    pub content_boost: f32,
+    pub decisions_boost: f32,
+    pub files_boost: f32,
+    pub commands_boost: f32,
+    pub errors_boost: f32,
+}
+
+impl Default for Ranking {
+    fn default() -> Self {
+        Ranking {
+            title_boost: 1.0,
+            content_boost: 1.0,
+            decisions_boost: 1.2,
+            files_boost: 1.5,
+            commands_boost: 1.0,
+            errors_boost: 1.0,
+        }
+    }
+}
+
+impl Ranking {
+    /// Boosts in the order of [`crate::index::TEXT_FIELDS`].
+    pub fn boosts(&self) -> [f32; 6] {
+        [
+            self.title_boost,
+            self.content_boost,
+            self.decisions_boost,
+            self.files_boost,
+            self.commands_boost,
+            self.errors_boost,
+        ]
+    }
+}
+
+impl Config {
+    pub fn new(created_at: String) -> Config {
+        Config {
+            format_version: FORMAT_VERSION,
+            created_at,
+            limits: Limits::default(),
+            ranking: Ranking::default(),
+        }
+    }
+
+    pub fn load(path: &Path) -> Result<Config> {
+        let text = fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        toml::from_str(&text).map_err(|e| Error::Config {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Writes the config atomically: temp file, fsync, rename, fsync the folder.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let text = toml::to_string_pretty(self).map_err(|e| Error::Config {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(dir, e))?;
+        tmp.write_all(text.as_bytes()).map_err(|e| Error::io(tmp.path(), e))?;
+        tmp.as_file().sync_all().map_err(|e| Error::io(tmp.path(), e))?;
+        tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+        sync_dir(dir)
+    }
+}
+
+/// fsyncs a folder so a rename inside it survives power loss.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    fs::File::open(dir)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| Error::io(dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_fills_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        let config = Config::new("2026-01-01T00:00:00Z".into());
+        config.save(&path).unwrap();
+        assert_eq!(Config::load(&path).unwrap(), config);
+        fs::write(&path, "format_version = 1\n").unwrap();
+        assert_eq!(Config::load(&path).unwrap().limits, Limits::default());
+    }
+
+    #[test]
+    fn bad_toml_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        fs::write(&path, "format_version = \"x\"\n").unwrap();
+        let e = Config::load(&path).unwrap_err().to_string();
+        assert!(e.contains("config.toml"), "{e}");
+    }
+}

@@ -1,0 +1,394 @@
+//! The store: one folder that holds everything knowledge-db remembers.
+//!
+//! ```text
+//! <store>/
+//!   config.toml   format version, limits, ranking weights (written by `init`)
+//!   text/         tantivy index: BM25 fields + the stored records (source of truth for L2)
+//!   LOCK          one writer at a time; readers never take it
+//! ```
+//!
+//! Durability: a write returns only after a tantivy commit, which fsyncs the new
+//! segment files and then atomically replaces `meta.json`. A process killed at any
+//! point leaves either the old commit or the new one, never a mix, and a write that
+//! returned success survives `kill -9` and power loss.
+
+pub mod add;
+pub mod config;
+pub mod lock;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+use tantivy::schema::IndexRecordOption;
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
+
+pub use config::{Config, FORMAT_VERSION};
+use lock::WriterLock;
+
+use crate::error::{Error, Result};
+use crate::index::{record_hash, register_tokenizers, IndexFields};
+use crate::record::{Kind, Record};
+
+/// Memory tantivy may use to buffer new documents before flushing a segment.
+const WRITER_HEAP_BYTES: usize = 128 * 1024 * 1024;
+
+/// An opened store.
+pub struct Store {
+    root: PathBuf,
+    config: Config,
+    index: Index,
+    fields: IndexFields,
+}
+
+/// What an `add` did with each record.
+#[derive(Debug, Default, Clone, Serialize, PartialEq)]
+pub struct AddReport {
+    pub added: usize,
+    pub updated: usize,
+    pub unchanged: usize,
+    /// Ids given more than once in one batch; the last version was kept.
+    pub duplicate_ids: Vec<String>,
+}
+
+/// What a `delete` did.
+#[derive(Debug, Default, Clone, Serialize, PartialEq)]
+pub struct DeleteReport {
+    pub deleted: Vec<String>,
+    pub missing: Vec<String>,
+}
+
+/// Counts and sizes, for `stats`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stats {
+    pub store: PathBuf,
+    pub format_version: u32,
+    pub records: u64,
+    pub by_kind: BTreeMap<String, u64>,
+    pub by_tier: BTreeMap<String, u64>,
+    pub by_namespace: BTreeMap<String, u64>,
+    pub text_index_bytes: u64,
+    pub segments: usize,
+    pub oldest: Option<String>,
+    pub newest: Option<String>,
+}
+
+/// The default store folder: `$KNOWLEDGE_DB_HOME`, else the platform data folder.
+pub fn default_root() -> PathBuf {
+    if let Some(home) = std::env::var_os("KNOWLEDGE_DB_HOME").filter(|h| !h.is_empty()) {
+        return PathBuf::from(home);
+    }
+    dirs::data_dir()
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("knowledge-db")
+}
+
+impl Store {
+    /// Creates a new, empty store at `root` (the folder may exist if empty).
+    pub fn init(root: &Path) -> Result<Store> {
+        if root.join("config.toml").exists() || root.join("text").exists() {
+            return Err(Error::StoreExists {
+                path: root.to_path_buf(),
+            });
+        }
+        let text = root.join("text");
+        fs::create_dir_all(&text).map_err(|e| Error::io(&text, e))?;
+        let index = Index::create_in_dir(&text, IndexFields::schema())?;
+        // config.toml is written last: its presence marks a complete store.
+        Config::new(crate::now_rfc3339()).save(&root.join("config.toml"))?;
+        drop(index);
+        Store::open(root)
+    }
+
+    /// Opens an existing store, checking its format version.
+    pub fn open(root: &Path) -> Result<Store> {
+        let config_path = root.join("config.toml");
+        if !config_path.exists() {
+            return Err(Error::NoStore {
+                path: root.to_path_buf(),
+            });
+        }
+        let config = Config::load(&config_path)?;
+        if config.format_version != FORMAT_VERSION {
+            return Err(Error::FormatVersion {
+                path: root.to_path_buf(),
+                found: config.format_version,
+                expected: FORMAT_VERSION,
+            });
+        }
+        let index = Index::open_in_dir(root.join("text"))?;
+        register_tokenizers(&index);
+        let fields = IndexFields::from_schema(&index.schema())?;
+        Ok(Store {
+            root: root.to_path_buf(),
+            config,
+            index,
+            fields,
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn fields(&self) -> &IndexFields {
+        &self.fields
+    }
+
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// A reader on the latest commit. Readers never block writers or each other.
+    pub fn reader(&self) -> Result<IndexReader> {
+        Ok(self
+            .index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?)
+    }
+
+    /// The lock timeout from the config, unless the caller gives one.
+    pub fn lock_timeout(&self, override_secs: Option<f64>) -> Duration {
+        let secs = override_secs.unwrap_or(self.config.limits.lock_timeout_secs);
+        Duration::from_secs_f64(secs.max(0.0))
+    }
+
+    fn writer(&self, timeout: Duration) -> Result<(WriterLock, IndexWriter)> {
+        let lock = WriterLock::acquire(&self.root.join("LOCK"), timeout)?;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        let writer = self
+            .index
+            .writer_with_num_threads(threads, WRITER_HEAP_BYTES)?;
+        Ok((lock, writer))
+    }
+
+    /// Adds or replaces records by id, as one atomic commit.
+    ///
+    /// A record whose kind, namespace and JSON equal the stored version is left
+    /// alone; if nothing changed, nothing is written at all.
+    pub fn add(&self, records: Vec<Record>, lock_timeout: Duration) -> Result<AddReport> {
+        let (records, duplicate_ids) = last_version_per_id(records);
+        let mut report = AddReport {
+            duplicate_ids,
+            ..AddReport::default()
+        };
+        let (_lock, mut writer) = self.writer(lock_timeout)?;
+        // Read the hashes after taking the lock, so no other writer can change them.
+        let searcher = self.reader()?.searcher();
+        let lookup = IdLookup::new(&searcher, &self.fields)?;
+        for record in &records {
+            let hash = record_hash(record);
+            match lookup.hash_of(&record.id)? {
+                Some(existing) if existing == hash => {
+                    report.unchanged += 1;
+                    continue;
+                }
+                Some(_) => {
+                    writer.delete_term(Term::from_field_text(self.fields.id, &record.id));
+                    report.updated += 1;
+                }
+                None => report.added += 1,
+            }
+            writer.add_document(self.fields.document(record, hash)?)?;
+        }
+        if report.added + report.updated > 0 {
+            writer.commit()?;
+        }
+        writer.wait_merging_threads()?;
+        Ok(report)
+    }
+
+    /// Deletes records by id, as one commit. Unknown ids are reported, not errors.
+    pub fn delete(&self, ids: &[String], lock_timeout: Duration) -> Result<DeleteReport> {
+        let (_lock, mut writer) = self.writer(lock_timeout)?;
+        let searcher = self.reader()?.searcher();
+        let lookup = IdLookup::new(&searcher, &self.fields)?;
+        let mut report = DeleteReport::default();
+        for id in ids {
+            if lookup.hash_of(id)?.is_some() {
+                writer.delete_term(Term::from_field_text(self.fields.id, id));
+                report.deleted.push(id.clone());
+            } else {
+                report.missing.push(id.clone());
+            }
+        }
+        if !report.deleted.is_empty() {
+            writer.commit()?;
+        }
+        writer.wait_merging_threads()?;
+        Ok(report)
+    }
+
+    /// The record with this id, if any.
+    pub fn get(&self, id: &str) -> Result<Option<Record>> {
+        let searcher = self.reader()?.searcher();
+        get_record(&searcher, &self.fields, id)
+    }
+
+    /// Record counts by kind, tier and namespace, and index size on disk.
+    pub fn stats(&self) -> Result<Stats> {
+        let searcher = self.reader()?.searcher();
+        let mut by_kind = BTreeMap::new();
+        let mut by_tier = BTreeMap::new();
+        let mut by_namespace = BTreeMap::new();
+        let (mut oldest, mut newest): (Option<i64>, Option<i64>) = (None, None);
+        for segment in searcher.segment_readers() {
+            let fast = segment.fast_fields();
+            let columns = [
+                (fast.str("kind")?, &mut by_kind),
+                (fast.str("tier")?, &mut by_tier),
+                (fast.str("namespace")?, &mut by_namespace),
+            ];
+            let times = fast.date("timestamp")?;
+            for (column, counts) in columns {
+                let Some(column) = column else { continue };
+                let mut per_ord: HashMap<u64, u64> = HashMap::new();
+                for doc in segment.doc_ids_alive() {
+                    for ord in column.term_ords(doc) {
+                        *per_ord.entry(ord).or_default() += 1;
+                    }
+                }
+                let mut name = String::new();
+                for (ord, count) in per_ord {
+                    name.clear();
+                    column.ord_to_str(ord, &mut name).map_err(|e| Error::io(self.root.join("text"), e))?;
+                    *counts.entry(name.clone()).or_default() += count;
+                }
+            }
+            for doc in segment.doc_ids_alive() {
+                if let Some(t) = times.first(doc) {
+                    let secs = t.into_timestamp_secs();
+                    oldest = Some(oldest.map_or(secs, |o| o.min(secs)));
+                    newest = Some(newest.map_or(secs, |n| n.max(secs)));
+                }
+            }
+        }
+        Ok(Stats {
+            store: self.root.clone(),
+            format_version: self.config.format_version,
+            records: searcher.num_docs(),
+            by_kind,
+            by_tier,
+            by_namespace,
+            text_index_bytes: dir_size(&self.root.join("text")),
+            segments: searcher.segment_readers().len(),
+            oldest: oldest.map(crate::record::parse::format_time),
+            newest: newest.map(crate::record::parse::format_time),
+        })
+    }
+}
+
+/// Keeps the last record given for each id, in first-seen order.
+fn last_version_per_id(records: Vec<Record>) -> (Vec<Record>, Vec<String>) {
+    let mut position: HashMap<String, usize> = HashMap::with_capacity(records.len());
+    let mut kept: Vec<Record> = Vec::with_capacity(records.len());
+    let mut duplicates = Vec::new();
+    for record in records {
+        match position.get(&record.id) {
+            Some(&i) => {
+                duplicates.push(record.id.clone());
+                kept[i] = record;
+            }
+            None => {
+                position.insert(record.id.clone(), kept.len());
+                kept.push(record);
+            }
+        }
+    }
+    duplicates.sort();
+    duplicates.dedup();
+    (kept, duplicates)
+}
+
+/// Finds live documents by id through the term dictionary (no scoring, no scan).
+pub struct IdLookup<'a> {
+    searcher: &'a Searcher,
+    fields: &'a IndexFields,
+    hashes: Vec<tantivy::columnar::Column<u64>>,
+}
+
+impl<'a> IdLookup<'a> {
+    pub fn new(searcher: &'a Searcher, fields: &'a IndexFields) -> Result<Self> {
+        let hashes = searcher
+            .segment_readers()
+            .iter()
+            .map(|s| s.fast_fields().u64("hash"))
+            .collect::<tantivy::Result<Vec<_>>>()?;
+        Ok(IdLookup {
+            searcher,
+            fields,
+            hashes,
+        })
+    }
+
+    /// The (segment, doc) of the live document with this id.
+    pub fn find(&self, id: &str) -> Result<Option<tantivy::DocAddress>> {
+        let term = Term::from_field_text(self.fields.id, id);
+        for (ord, segment) in self.searcher.segment_readers().iter().enumerate() {
+            let inverted = segment.inverted_index(self.fields.id)?;
+            let postings = inverted
+                .read_postings(&term, IndexRecordOption::Basic)
+                .map_err(|e| Error::io("text index", e))?;
+            let Some(mut postings) = postings else {
+                continue;
+            };
+            use tantivy::DocSet;
+            let mut doc = postings.doc();
+            while doc != tantivy::TERMINATED {
+                if !segment.is_deleted(doc) {
+                    return Ok(Some(tantivy::DocAddress::new(ord as u32, doc)));
+                }
+                doc = postings.advance();
+            }
+        }
+        Ok(None)
+    }
+
+    /// The stored version hash of the live record with this id.
+    pub fn hash_of(&self, id: &str) -> Result<Option<u64>> {
+        Ok(self.find(id)?.map(|address| {
+            self.hashes[address.segment_ord as usize]
+                .first(address.doc_id)
+                .unwrap_or(0)
+        }))
+    }
+}
+
+/// Reads one record by id from a searcher.
+pub fn get_record(searcher: &Searcher, fields: &IndexFields, id: &str) -> Result<Option<Record>> {
+    let lookup = IdLookup::new(searcher, fields)?;
+    match lookup.find(id)? {
+        Some(address) => {
+            let doc: TantivyDocument = searcher.doc(address)?;
+            fields.record(&doc).map(Some)
+        }
+        None => Ok(None),
+    }
+}
+
+/// Total size of the files under `dir`.
+pub fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&entry.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// Kinds as a list for messages.
+pub fn kind_names() -> String {
+    Kind::ALL.map(Kind::as_str).join(", ")
+}
