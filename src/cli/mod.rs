@@ -67,7 +67,9 @@ enum Command {
     Add(AddArgs),
 
     /// Search the store; or run a batch of queries with --queries.
-    #[command(after_help = "Examples:\n  knowledge-db search \"why did the migration fail\"\n  knowledge-db search E0502 --kind segment -k 3\n  knowledge-db search oauth2.py --session 4f1c --since 2026-01-01\n  knowledge-db search --queries queries.jsonl --scope-field conv --json")]
+    #[command(
+        after_help = "Examples:\n  knowledge-db search \"why did the migration fail\"\n  knowledge-db search E0502 --kind segment -k 3\n  knowledge-db search oauth2.py --session 4f1c --since 2026-01-01\n  knowledge-db search --queries queries.jsonl --scope-field conv --json"
+    )]
     Search(SearchArgs),
 
     /// Print records by id (their stored JSON).
@@ -86,7 +88,9 @@ enum Command {
     ///
     /// Builds a temporary store from corpus.jsonl, runs every judged query from
     /// queries.jsonl, and reports nDCG@10, Recall@5/10/100, MRR@10 and latency.
-    #[command(after_help = "Examples:\n  knowledge-db eval --corpus ../shared/eval/scifact-dev\n  knowledge-db eval --corpus ../shared/eval/locomo-dev --json")]
+    #[command(
+        after_help = "Examples:\n  knowledge-db eval --corpus ../shared/eval/scifact-dev\n  knowledge-db eval --corpus ../shared/eval/locomo-dev --json"
+    )]
     Eval(EvalArgs),
 
     /// Generate benchmark corpora from real agent transcripts.
@@ -267,7 +271,9 @@ struct EvalArgs {
 #[derive(Debug, Subcommand)]
 enum BenchCommand {
     /// Write a BEIR folder of realistic records and queries made from transcripts.
-    #[command(after_help = "Example:\n  knowledge-db bench gen --from ../shared/eval/transcripts/claude-code-entire-cli --records 100000 --out /tmp/bench-100k\n  knowledge-db eval --corpus /tmp/bench-100k")]
+    #[command(
+        after_help = "Example:\n  knowledge-db bench gen --from ../shared/eval/transcripts/claude-code-entire-cli --records 100000 --out /tmp/bench-100k\n  knowledge-db eval --corpus /tmp/bench-100k"
+    )]
     Gen(GenArgs),
 }
 
@@ -315,7 +321,9 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {}", output::error_chain(&error));
-            let usage = error.downcast_ref::<Error>().is_some_and(|e| matches!(e, Error::Usage(_)));
+            let usage = error
+                .downcast_ref::<Error>()
+                .is_some_and(|e| matches!(e, Error::Usage(_)));
             ExitCode::from(if usage { 2 } else { 1 })
         }
     }
@@ -365,16 +373,29 @@ fn add(root: &std::path::Path, args: AddArgs) -> anyhow::Result<ExitCode> {
     let spinner = output::spinner("reading and indexing records");
     let mut stdin = std::io::stdin().lock();
     if args.dry_run {
-        let (records, bytes, _) = crate::store::add::read_records(&store, &args.paths, &mut stdin, &options)?;
+        let (records, bytes, _) =
+            crate::store::add::read_records(&store, &args.paths, &mut stdin, &options)?;
         spinner.finish_and_clear();
         if args.json {
-            output::print_json(&serde_json::json!({"dry_run": true, "valid_records": records.len(), "bytes_read": bytes}))?;
+            output::print_json(
+                &serde_json::json!({"dry_run": true, "valid_records": records.len(), "bytes_read": bytes}),
+            )?;
         } else {
-            println!("{} valid records ({}); nothing written (--dry-run)", records.len(), crate::record::input::human_bytes(bytes));
+            println!(
+                "{} valid records ({}); nothing written (--dry-run)",
+                records.len(),
+                crate::record::input::human_bytes(bytes)
+            );
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let summary = add_paths(&store, &args.paths, &mut stdin, &options, store.lock_timeout(args.lock_timeout))?;
+    let summary = add_paths(
+        &store,
+        &args.paths,
+        &mut stdin,
+        &options,
+        store.lock_timeout(args.lock_timeout),
+    )?;
     spinner.finish_and_clear();
     if args.json {
         output::print_json(&summary)?;
@@ -399,10 +420,18 @@ fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result<ExitCode> 
         let queries = read_queries(path)?;
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
-        run_batch(&engine, &queries, args.k, &filters, args.scope_field.as_deref(), |result| {
-            serde_json::to_writer(&mut out, &result).map_err(|e| Error::io("stdout", e.into()))?;
-            out.write_all(b"\n").map_err(|e| Error::io("stdout", e))
-        })?;
+        run_batch(
+            &engine,
+            &queries,
+            args.k,
+            &filters,
+            args.scope_field.as_deref(),
+            |result| {
+                serde_json::to_writer(&mut out, &result)
+                    .map_err(|e| Error::io("stdout", e.into()))?;
+                out.write_all(b"\n").map_err(|e| Error::io("stdout", e))
+            },
+        )?;
         out.flush().context("writing results")?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -448,7 +477,11 @@ fn delete(root: &std::path::Path, args: DeleteArgs) -> anyhow::Result<ExitCode> 
     if args.json {
         output::print_json(&report)?;
     } else {
-        println!("deleted {} record{}", report.deleted.len(), if report.deleted.len() == 1 { "" } else { "s" });
+        println!(
+            "deleted {} record{}",
+            report.deleted.len(),
+            if report.deleted.len() == 1 { "" } else { "s" }
+        );
     }
     if !report.missing.is_empty() {
         eprintln!("error: no record with id {}", report.missing.join(", "));

@@ -110,29 +110,54 @@ pub fn print_search(response: &SearchResponse, color: bool) {
         return;
     }
     for hit in &response.results {
-        let title = if hit.title.is_empty() { hit.id.as_str() } else { hit.title.as_str() };
-        println!("{}. [{}] {}  (score {:.2})", hit.rank, hit.kind, title, hit.score);
+        let title = if hit.title.is_empty() {
+            hit.id.as_str()
+        } else {
+            hit.title.as_str()
+        };
+        println!(
+            "{}. [{}] {}  (score {:.2})",
+            hit.rank, hit.kind, title, hit.score
+        );
         let mut meta = vec![hit.citation.clone()];
         if let Some(t) = &hit.timestamp {
             meta.push(t.clone());
         }
         if !hit.files.is_empty() {
-            meta.push(hit.files.iter().take(3).cloned().collect::<Vec<_>>().join(", "));
+            meta.push(
+                hit.files
+                    .iter()
+                    .take(3)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            );
         }
         println!("   {}", meta.join(" · "));
         if !hit.snippet.is_empty() {
-            println!("   {}", highlight(&hit.snippet, &hit.highlights, color).replace('\n', " "));
+            println!(
+                "   {}",
+                highlight(&hit.snippet, &hit.highlights, color).replace('\n', " ")
+            );
         }
         println!();
     }
 }
 
 fn highlight(text: &str, ranges: &[(usize, usize)], color: bool) -> String {
-    let (open, close) = if color { ("\x1b[1;33m", "\x1b[0m") } else { ("**", "**") };
+    let (open, close) = if color {
+        ("\x1b[1;33m", "\x1b[0m")
+    } else {
+        ("**", "**")
+    };
     let mut out = String::with_capacity(text.len() + ranges.len() * 8);
     let mut last = 0;
     for &(start, end) in ranges {
-        if start < last || end > text.len() || !text.is_char_boundary(start) || !text.is_char_boundary(end) {
+        if start < last
+            || end > text.len()
+            || !text.is_char_boundary(start)
+            || !text.is_char_boundary(end)
+        {
             continue;
         }
         out.push_str(&text[last..start]);
@@ -149,11 +174,26 @@ pub fn print_stats(s: &Stats) {
     println!("store           {}", s.store.display());
     println!("format version  {}", s.format_version);
     println!("records         {}", s.records);
-    for (label, counts) in [("by kind", &s.by_kind), ("by tier", &s.by_tier), ("by namespace", &s.by_namespace)] {
+    for (label, counts) in [
+        ("by kind", &s.by_kind),
+        ("by tier", &s.by_tier),
+        ("by namespace", &s.by_namespace),
+    ] {
         let list: Vec<String> = counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        println!("{label:<15} {}", if list.is_empty() { "-".to_string() } else { list.join(", ") });
+        println!(
+            "{label:<15} {}",
+            if list.is_empty() {
+                "-".to_string()
+            } else {
+                list.join(", ")
+            }
+        );
     }
-    println!("text index      {} in {} segments", human_bytes(s.text_index_bytes), s.segments);
+    println!(
+        "text index      {} in {} segments",
+        human_bytes(s.text_index_bytes),
+        s.segments
+    );
     if let (Some(oldest), Some(newest)) = (&s.oldest, &s.newest) {
         println!("time range      {oldest} .. {newest}");
     }
@@ -165,7 +205,10 @@ pub fn print_eval(r: &EvalReport) {
         "corpus    {} documents, {} judged queries{}",
         r.documents,
         r.queries,
-        r.scope_field.as_ref().map(|f| format!(", each scoped by metadata.{f}")).unwrap_or_default()
+        r.scope_field
+            .as_ref()
+            .map(|f| format!(", each scoped by metadata.{f}"))
+            .unwrap_or_default()
     );
     println!();
     println!("| metric        | value  |");
@@ -184,7 +227,10 @@ pub fn print_eval(r: &EvalReport) {
         "search latency  p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms",
         r.latency_ms_p50, r.latency_ms_p95, r.latency_ms_p99
     );
-    println!("add             {:.0} records/s ({:.2}s)", r.add_records_per_second, r.add_seconds);
+    println!(
+        "add             {:.0} records/s ({:.2}s)",
+        r.add_records_per_second, r.add_seconds
+    );
 }
 
 #[cfg(test)]
@@ -193,7 +239,10 @@ mod tests {
 
     #[test]
     fn highlight_marks_ranges_and_skips_bad_ones() {
-        assert_eq!(highlight("fix the parser", &[(8, 14)], false), "fix the **parser**");
+        assert_eq!(
+            highlight("fix the parser", &[(8, 14)], false),
+            "fix the **parser**"
+        );
         assert_eq!(highlight("ab", &[(1, 9)], false), "ab");
     }
 }

@@ -58,7 +58,10 @@ pub struct EvalOptions {
 }
 
 /// Runs an evaluation; `progress` hears about phases ("adding", "searching").
-pub fn evaluate(options: &EvalOptions, progress: &mut dyn FnMut(&str, usize, usize)) -> Result<EvalReport> {
+pub fn evaluate(
+    options: &EvalOptions,
+    progress: &mut dyn FnMut(&str, usize, usize),
+) -> Result<EvalReport> {
     let dir = &options.corpus_dir;
     let corpus = dir.join("corpus.jsonl");
     let queries = read_queries(&dir.join("queries.jsonl"))?;
@@ -87,31 +90,48 @@ pub fn evaluate(options: &EvalOptions, progress: &mut dyn FnMut(&str, usize, usi
         added_at: crate::now_rfc3339(),
         ..ParseOptions::default()
     };
-    let added = add_paths(&store, &[corpus], &mut std::io::empty(), &parse, Duration::from_secs(30))?;
+    let added = add_paths(
+        &store,
+        &[corpus],
+        &mut std::io::empty(),
+        &parse,
+        Duration::from_secs(30),
+    )?;
 
     let judged: Vec<BatchQuery> = queries
         .into_iter()
-        .filter(|q| qrels.get(&q.id).is_some_and(|r| r.values().any(|&v| v > 0.0)))
+        .filter(|q| {
+            qrels
+                .get(&q.id)
+                .is_some_and(|r| r.values().any(|&v| v > 0.0))
+        })
         .collect();
     let engine = SearchEngine::new(&store)?;
     let total = judged.len();
     let mut sums = [0.0f64; 5];
     let mut latencies = Vec::with_capacity(total);
     let mut done = 0;
-    run_batch(&engine, &judged, DEPTH, &Filters::default(), scope_field.as_deref(), |result| {
-        let ranked: Vec<String> = result.results.into_iter().map(|r| r.id).collect();
-        if let Some(rels) = qrels.get(&result.query_id) {
-            sums[0] += metrics::ndcg_at(10, &ranked, rels);
-            sums[1] += metrics::recall_at(5, &ranked, rels);
-            sums[2] += metrics::recall_at(10, &ranked, rels);
-            sums[3] += metrics::recall_at(100, &ranked, rels);
-            sums[4] += metrics::mrr_at(10, &ranked, rels);
-        }
-        latencies.push(result.took_ms);
-        done += 1;
-        progress("searching", done, total);
-        Ok(())
-    })?;
+    run_batch(
+        &engine,
+        &judged,
+        DEPTH,
+        &Filters::default(),
+        scope_field.as_deref(),
+        |result| {
+            let ranked: Vec<String> = result.results.into_iter().map(|r| r.id).collect();
+            if let Some(rels) = qrels.get(&result.query_id) {
+                sums[0] += metrics::ndcg_at(10, &ranked, rels);
+                sums[1] += metrics::recall_at(5, &ranked, rels);
+                sums[2] += metrics::recall_at(10, &ranked, rels);
+                sums[3] += metrics::recall_at(100, &ranked, rels);
+                sums[4] += metrics::mrr_at(10, &ranked, rels);
+            }
+            latencies.push(result.took_ms);
+            done += 1;
+            progress("searching", done, total);
+            Ok(())
+        },
+    )?;
     let mean = |s: f64| if total == 0 { 0.0 } else { s / total as f64 };
     Ok(EvalReport {
         dataset: dir.display().to_string(),
@@ -141,7 +161,10 @@ pub fn read_qrels(dir: &Path) -> Result<HashMap<String, HashMap<String, f64>>> {
         .collect();
     files.sort();
     if files.is_empty() {
-        return Err(Error::Usage(format!("no qrels/*.tsv files in {}", dir.display())));
+        return Err(Error::Usage(format!(
+            "no qrels/*.tsv files in {}",
+            dir.display()
+        )));
     }
     let mut qrels: HashMap<String, HashMap<String, f64>> = HashMap::new();
     for file in files {

@@ -39,7 +39,14 @@ pub struct IndexFields {
 }
 
 /// The searchable text fields with their names, in the order results explain them.
-pub const TEXT_FIELDS: [&str; 6] = ["title", "content", "decisions", "files", "commands", "errors"];
+pub const TEXT_FIELDS: [&str; 6] = [
+    "title",
+    "content",
+    "decisions",
+    "files",
+    "commands",
+    "errors",
+];
 
 impl IndexFields {
     /// The schema of a new store.
@@ -160,9 +167,11 @@ impl IndexFields {
             message: e.to_string(),
         })?;
         record.fields =
-            derive_fields(record.kind, &record.source).map_err(|(field, message)| Error::CorruptRecord {
-                id: record.id.clone(),
-                message: format!("field `{field}`: {message}"),
+            derive_fields(record.kind, &record.source).map_err(|(field, message)| {
+                Error::CorruptRecord {
+                    id: record.id.clone(),
+                    message: format!("field `{field}`: {message}"),
+                }
             })?;
         Ok(record)
     }

@@ -81,7 +81,10 @@ impl TokenStream for CodeTokenStream {
 
 /// Characters that may join the parts of one code word (`a.b`, `a/b`, `a::b`, `a-b`).
 fn is_connector(c: char) -> bool {
-    matches!(c, '_' | '.' | '/' | '\\' | '-' | ':' | '#' | '@' | '$' | '~')
+    matches!(
+        c,
+        '_' | '.' | '/' | '\\' | '-' | ':' | '#' | '@' | '$' | '~'
+    )
 }
 
 /// Tokenizes `text` into lowercased tokens with byte offsets and positions.
@@ -139,12 +142,16 @@ fn emit_word(
     if parts.is_empty() {
         return position;
     }
+    let first = tokens.len();
     if parts.len() > 1 {
         emit_compounds(text, start, end, &parts, position, tokens);
     }
     for (i, &(s, e)) in parts.iter().enumerate() {
         tokens.push(make_token(text[s..e].to_lowercase(), s, e, position + i, 1));
     }
+    // Tantivy needs positions in order; compounds of later path components sit
+    // between the parts (a stable sort keeps compounds before their first part).
+    tokens[first..].sort_by_key(|t| t.position);
     position + parts.len()
 }
 

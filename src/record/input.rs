@@ -40,7 +40,11 @@ pub fn read_paths(paths: &[PathBuf], stdin: &mut dyn Read, max_record_bytes: usi
             let mut bytes = Vec::new();
             match stdin.read_to_end(&mut bytes) {
                 Ok(_) => read_bytes("-", &bytes, Shape::Sniff, max_record_bytes, &mut out),
-                Err(e) => out.errors.push(InputError::new(&Origin::file("-"), None, format!("cannot read stdin: {e}"))),
+                Err(e) => out.errors.push(InputError::new(
+                    &Origin::file("-"),
+                    None,
+                    format!("cannot read stdin: {e}"),
+                )),
             }
         } else if path.is_dir() {
             read_dir(path, max_record_bytes, &mut out);
@@ -71,7 +75,11 @@ impl Shape {
 fn read_dir(dir: &Path, max_record_bytes: usize, out: &mut ReadOutcome) {
     let mut files = Vec::new();
     if let Err(e) = collect_files(dir, &mut files) {
-        out.errors.push(InputError::new(&Origin::file(dir.display().to_string()), None, e));
+        out.errors.push(InputError::new(
+            &Origin::file(dir.display().to_string()),
+            None,
+            e,
+        ));
         return;
     }
     files.sort();
@@ -113,7 +121,13 @@ fn read_file(path: &Path, shape: Shape, max_record_bytes: usize, out: &mut ReadO
     }
 }
 
-fn read_bytes(name: &str, bytes: &[u8], shape: Shape, max_record_bytes: usize, out: &mut ReadOutcome) {
+fn read_bytes(
+    name: &str,
+    bytes: &[u8],
+    shape: Shape,
+    max_record_bytes: usize,
+    out: &mut ReadOutcome,
+) {
     out.bytes += bytes.len() as u64;
     let shape = match shape {
         Shape::Sniff => sniff(bytes),
@@ -151,7 +165,8 @@ fn read_json(name: &str, bytes: &[u8], max_record_bytes: usize, out: &mut ReadOu
         }
         Ok(value) => {
             if text.len() > max_record_bytes {
-                out.errors.push(too_large(&origin, text.len(), max_record_bytes));
+                out.errors
+                    .push(too_large(&origin, text.len(), max_record_bytes));
             } else {
                 out.records.push(RawRecord { origin, value });
             }
@@ -177,7 +192,8 @@ fn read_jsonl(name: &str, bytes: &[u8], max_record_bytes: usize, out: &mut ReadO
             continue;
         }
         if line.len() > max_record_bytes {
-            out.errors.push(too_large(&origin, line.len(), max_record_bytes));
+            out.errors
+                .push(too_large(&origin, line.len(), max_record_bytes));
             continue;
         }
         let text = match decode_utf8(line, &origin) {
@@ -199,16 +215,28 @@ fn decode_utf8<'a>(bytes: &'a [u8], origin: &Origin) -> Result<&'a str, InputErr
         InputError::new(
             origin,
             None,
-            format!("invalid UTF-8 at byte {}; records must be UTF-8 JSON", e.valid_up_to()),
+            format!(
+                "invalid UTF-8 at byte {}; records must be UTF-8 JSON",
+                e.valid_up_to()
+            ),
         )
     })
 }
 
 fn json_error(origin: &Origin, error: &serde_json::Error) -> InputError {
     let message = if origin.line.is_some() {
-        format!("invalid JSON at column {}: {}", error.column(), strip_position(error))
+        format!(
+            "invalid JSON at column {}: {}",
+            error.column(),
+            strip_position(error)
+        )
     } else {
-        format!("invalid JSON at line {} column {}: {}", error.line(), error.column(), strip_position(error))
+        format!(
+            "invalid JSON at line {} column {}: {}",
+            error.line(),
+            error.column(),
+            strip_position(error)
+        )
     };
     InputError::new(origin, None, message)
 }
@@ -256,7 +284,13 @@ mod tests {
 
     fn read(name: &str, bytes: &[u8]) -> ReadOutcome {
         let mut out = ReadOutcome::default();
-        read_bytes(name, bytes, Shape::from_path(Path::new(name)), 1 << 20, &mut out);
+        read_bytes(
+            name,
+            bytes,
+            Shape::from_path(Path::new(name)),
+            1 << 20,
+            &mut out,
+        );
         out
     }
 
@@ -266,7 +300,9 @@ mod tests {
         assert_eq!(out.records.len(), 2);
         assert_eq!(out.errors.len(), 1);
         assert_eq!(out.errors[0].origin, Origin::line("a.jsonl", 3));
-        assert!(out.errors[0].to_string().starts_with("a.jsonl:3: invalid JSON at column 2"));
+        assert!(out.errors[0]
+            .to_string()
+            .starts_with("a.jsonl:3: invalid JSON at column 2"));
     }
 
     #[test]
@@ -291,7 +327,13 @@ mod tests {
     #[test]
     fn oversized_records_are_rejected_unparsed() {
         let mut out = ReadOutcome::default();
-        read_bytes("a.jsonl", b"{\"id\":\"0123456789\"}\n", Shape::Jsonl, 8, &mut out);
+        read_bytes(
+            "a.jsonl",
+            b"{\"id\":\"0123456789\"}\n",
+            Shape::Jsonl,
+            8,
+            &mut out,
+        );
         assert!(out.errors[0].message.contains("over the limit of 8 B"));
     }
 

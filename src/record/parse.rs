@@ -75,11 +75,17 @@ fn text_field_name(kind: Kind) -> &'static str {
     }
 }
 
-fn detect_kind(object: &Map<String, Value>, forced: Option<Kind>) -> Result<Kind, (Option<String>, String)> {
+fn detect_kind(
+    object: &Map<String, Value>,
+    forced: Option<Kind>,
+) -> Result<Kind, (Option<String>, String)> {
     if let Some(value) = object.get("kind") {
-        let name = value
-            .as_str()
-            .ok_or_else(|| (Some("kind".to_string()), format!("expected a string, found {}", type_name(value))))?;
+        let name = value.as_str().ok_or_else(|| {
+            (
+                Some("kind".to_string()),
+                format!("expected a string, found {}", type_name(value)),
+            )
+        })?;
         return Kind::parse(name).ok_or_else(|| {
             (
                 Some("kind".to_string()),
@@ -123,17 +129,28 @@ fn record_id(kind: Kind, object: &Map<String, Value>) -> Result<String, FieldErr
                 return required_id(object, "id");
             }
             let session = required_id(object, "session_id").map_err(|_| {
-                ("id".to_string(), "missing: a message needs `id`, or `session_id` and `turn_index`".to_string())
+                (
+                    "id".to_string(),
+                    "missing: a message needs `id`, or `session_id` and `turn_index`".to_string(),
+                )
             })?;
             let turn = opt_u64(object, "turn_index")?
                 .or(opt_u64(object, "turn")?)
                 .ok_or_else(|| {
-                    ("id".to_string(), "missing: a message needs `id`, or `session_id` and `turn_index`".to_string())
+                    (
+                        "id".to_string(),
+                        "missing: a message needs `id`, or `session_id` and `turn_index`"
+                            .to_string(),
+                    )
                 })?;
-            Ok(format!("{session}:{turn}"))
+            Ok(format!("{session}:turn:{turn}"))
         }
         Kind::Note => {
-            let key = if object.contains_key("id") { "id" } else { "_id" };
+            let key = if object.contains_key("_id") && !object.contains_key("id") {
+                "_id"
+            } else {
+                "id"
+            };
             required_id(object, key)
         }
     }
@@ -145,10 +162,15 @@ fn required_id(object: &Map<String, Value>, key: &str) -> Result<String, FieldEr
     match object.get(key) {
         None | Some(Value::Null) => Err(err("missing; every record needs an id".into())),
         Some(Value::String(s)) if s.trim().is_empty() => Err(err("is empty".into())),
-        Some(Value::String(s)) if s.len() > 512 => Err(err(format!("is {} bytes; ids are at most 512", s.len()))),
+        Some(Value::String(s)) if s.len() > 512 => {
+            Err(err(format!("is {} bytes; ids are at most 512", s.len())))
+        }
         Some(Value::String(s)) => Ok(s.clone()),
         Some(Value::Number(n)) if n.is_u64() || n.is_i64() => Ok(n.to_string()),
-        Some(other) => Err(err(format!("expected a string, found {}", type_name(other)))),
+        Some(other) => Err(err(format!(
+            "expected a string, found {}",
+            type_name(other)
+        ))),
     }
 }
 
@@ -163,7 +185,10 @@ fn namespace(object: &Map<String, Value>, options: &ParseOptions) -> Result<Stri
             Some((_, Value::String(s))) => s.clone(),
             Some((_, Value::Number(n))) => n.to_string(),
             Some((path, other)) => {
-                return Err((path, format!("expected a string namespace, found {}", type_name(other))))
+                return Err((
+                    path,
+                    format!("expected a string namespace, found {}", type_name(other)),
+                ))
             }
             None => {
                 return Err((
@@ -187,7 +212,10 @@ pub fn validate_namespace(name: &str) -> Result<(), String> {
         return Err("is empty".into());
     }
     if name.len() > 200 {
-        return Err(format!("is {} bytes; namespaces are at most 200", name.len()));
+        return Err(format!(
+            "is {} bytes; namespaces are at most 200",
+            name.len()
+        ));
     }
     if name.chars().any(char::is_control) {
         return Err("contains control characters".into());
@@ -200,7 +228,10 @@ pub fn validate_namespace(name: &str) -> Result<(), String> {
 /// Used when a record is added (where it validates) and when one is read back.
 pub fn derive_fields(kind: Kind, value: &Value) -> Result<Fields, FieldError> {
     let Value::Object(o) = value else {
-        return Err(("".into(), format!("expected a JSON object, found {}", type_name(value))));
+        return Err((
+            "".into(),
+            format!("expected a JSON object, found {}", type_name(value)),
+        ));
     };
     let mut f = Fields {
         session_id: opt_id_string(o, "session_id")?,
@@ -263,7 +294,10 @@ fn validate_segment_numbers(o: &Map<String, Value>) -> Result<(), FieldError> {
     opt_f64(o, "compression_ratio")?;
     if let Some(meta) = o.get("metadata") {
         if !meta.is_object() && !meta.is_null() {
-            return Err(("metadata".into(), format!("expected an object, found {}", type_name(meta))));
+            return Err((
+                "metadata".into(),
+                format!("expected an object, found {}", type_name(meta)),
+            ));
         }
     }
     Ok(())
@@ -288,7 +322,10 @@ fn message_text(o: &Map<String, Value>) -> Result<String, FieldError> {
             .join("\n")),
         Some(other) => Err((
             "content".into(),
-            format!("expected a string or a list of content blocks, found {}", type_name(other)),
+            format!(
+                "expected a string or a list of content blocks, found {}",
+                type_name(other)
+            ),
         )),
     }
 }
@@ -297,7 +334,10 @@ fn opt_str(o: &Map<String, Value>, key: &str) -> Result<Option<String>, FieldErr
     match o.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err((key.into(), format!("expected a string, found {}", type_name(other)))),
+        Some(other) => Err((
+            key.into(),
+            format!("expected a string, found {}", type_name(other)),
+        )),
     }
 }
 
@@ -312,11 +352,19 @@ fn opt_id_string(o: &Map<String, Value>, key: &str) -> Result<Option<String>, Fi
 fn opt_u64(o: &Map<String, Value>, key: &str) -> Result<Option<u64>, FieldError> {
     match o.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => n
-            .as_u64()
-            .map(Some)
-            .ok_or_else(|| (key.into(), format!("expected a non-negative integer, found {n}"))),
-        Some(other) => Err((key.into(), format!("expected a non-negative integer, found {}", type_name(other)))),
+        Some(Value::Number(n)) => n.as_u64().map(Some).ok_or_else(|| {
+            (
+                key.into(),
+                format!("expected a non-negative integer, found {n}"),
+            )
+        }),
+        Some(other) => Err((
+            key.into(),
+            format!(
+                "expected a non-negative integer, found {}",
+                type_name(other)
+            ),
+        )),
     }
 }
 
@@ -324,7 +372,10 @@ fn opt_f64(o: &Map<String, Value>, key: &str) -> Result<Option<f64>, FieldError>
     match o.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => Ok(n.as_f64()),
-        Some(other) => Err((key.into(), format!("expected a number, found {}", type_name(other)))),
+        Some(other) => Err((
+            key.into(),
+            format!("expected a number, found {}", type_name(other)),
+        )),
     }
 }
 
@@ -342,7 +393,10 @@ fn str_list(o: &Map<String, Value>, key: &str) -> Result<Vec<String>, FieldError
                 )),
             })
             .collect(),
-        Some(other) => Err((key.into(), format!("expected a list of strings, found {}", type_name(other)))),
+        Some(other) => Err((
+            key.into(),
+            format!("expected a list of strings, found {}", type_name(other)),
+        )),
     }
 }
 
@@ -350,11 +404,14 @@ fn first_time(o: &Map<String, Value>, keys: &[&str]) -> Result<Option<i64>, Fiel
     for key in keys {
         match o.get(*key) {
             None | Some(Value::Null) => continue,
-            Some(Value::String(s)) => {
-                return parse_time(s)
-                    .map(Some)
-                    .ok_or_else(|| (key.to_string(), format!("expected an RFC 3339 timestamp like 2026-01-05T10:00:00Z, found \"{s}\"")))
-            }
+            Some(Value::String(s)) => return parse_time(s).map(Some).ok_or_else(|| {
+                (
+                    key.to_string(),
+                    format!(
+                        "expected an RFC 3339 timestamp like 2026-01-05T10:00:00Z, found \"{s}\""
+                    ),
+                )
+            }),
             Some(Value::Number(n)) => {
                 let secs = n.as_f64().unwrap_or(0.0);
                 // Values past the year 5138 in seconds are milliseconds.
@@ -362,7 +419,10 @@ fn first_time(o: &Map<String, Value>, keys: &[&str]) -> Result<Option<i64>, Fiel
                 return Ok(Some(secs as i64));
             }
             Some(other) => {
-                return Err((key.to_string(), format!("expected a timestamp string, found {}", type_name(other))))
+                return Err((
+                    key.to_string(),
+                    format!("expected a timestamp string, found {}", type_name(other)),
+                ))
             }
         }
     }
@@ -375,7 +435,9 @@ pub fn parse_time(text: &str) -> Option<i64> {
     if let Ok(t) = OffsetDateTime::parse(text, &Rfc3339) {
         return Some(t.unix_timestamp());
     }
-    let naive = time::macros::format_description!("[year]-[month]-[day][first [T][ ]][hour]:[minute]:[second][optional [.[subsecond]]]");
+    let naive = time::macros::format_description!(
+        "[year]-[month]-[day][first [T][ ]][hour]:[minute]:[second][optional [.[subsecond]]]"
+    );
     if let Ok(t) = PrimitiveDateTime::parse(text, naive) {
         return Some(t.assume_utc().unix_timestamp());
     }
@@ -410,7 +472,11 @@ mod tests {
     use serde_json::json;
 
     fn parse(value: Value) -> Result<Record, InputError> {
-        parse_record(value, &Origin::line("in.jsonl", 3), &ParseOptions::default())
+        parse_record(
+            value,
+            &Origin::line("in.jsonl", 3),
+            &ParseOptions::default(),
+        )
     }
 
     #[test]
@@ -444,25 +510,33 @@ mod tests {
 
     #[test]
     fn beir_lines_are_notes() {
-        let r = parse(json!({"_id": "4983", "title": "T", "text": "body", "metadata": {}})).unwrap();
+        let r =
+            parse(json!({"_id": "4983", "title": "T", "text": "body", "metadata": {}})).unwrap();
         assert_eq!((r.id.as_str(), r.kind), ("4983", Kind::Note));
     }
 
     #[test]
     fn messages_take_content_blocks() {
-        let r = parse(json!({"session_id": "s", "turn_index": 4, "role": "assistant",
-            "content": [{"type": "text", "text": "hello"}, {"type": "tool_use"}]}))
+        let r = parse(
+            json!({"session_id": "s", "turn_index": 4, "role": "assistant",
+            "content": [{"type": "text", "text": "hello"}, {"type": "tool_use"}]}),
+        )
         .unwrap();
-        assert_eq!(r.id, "s:4");
+        assert_eq!(r.id, "s:turn:4");
         assert_eq!(r.fields.content, "hello");
         assert_eq!(r.fields.start_turn, Some(4));
     }
 
     #[test]
     fn errors_name_line_and_field() {
-        let e = parse(json!({"segment_id": "x", "compressed_content": "c", "start_turn": "ten"})).unwrap_err();
-        assert_eq!(e.to_string(), "in.jsonl:3: field `start_turn`: expected a non-negative integer, found a string");
-        let e = parse(json!({"segment_id": "x", "compressed_content": "c", "key_files": ["a", 3]})).unwrap_err();
+        let e = parse(json!({"segment_id": "x", "compressed_content": "c", "start_turn": "ten"}))
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "in.jsonl:3: field `start_turn`: expected a non-negative integer, found a string"
+        );
+        let e = parse(json!({"segment_id": "x", "compressed_content": "c", "key_files": ["a", 3]}))
+            .unwrap_err();
         assert_eq!(e.field.as_deref(), Some("key_files[1]"));
     }
 
@@ -482,10 +556,23 @@ mod tests {
 
     #[test]
     fn namespace_field_reads_metadata() {
-        let options = ParseOptions { namespace_field: Some("conv".into()), ..Default::default() };
-        let r = parse_record(json!({"_id": "1", "text": "t", "metadata": {"conv": "conv-26"}}), &Origin::file("f"), &options).unwrap();
+        let options = ParseOptions {
+            namespace_field: Some("conv".into()),
+            ..Default::default()
+        };
+        let r = parse_record(
+            json!({"_id": "1", "text": "t", "metadata": {"conv": "conv-26"}}),
+            &Origin::file("f"),
+            &options,
+        )
+        .unwrap();
         assert_eq!(r.namespace, "conv-26");
-        let e = parse_record(json!({"_id": "1", "text": "t"}), &Origin::file("f"), &options).unwrap_err();
+        let e = parse_record(
+            json!({"_id": "1", "text": "t"}),
+            &Origin::file("f"),
+            &options,
+        )
+        .unwrap_err();
         assert_eq!(e.field.as_deref(), Some("metadata.conv"));
     }
 

@@ -68,11 +68,23 @@ fn parse_query_line(line: &[u8], origin: &Origin) -> Result<BatchQuery, InputErr
     let id = match value.get("_id").or_else(|| value.get("id")) {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Number(n)) => n.to_string(),
-        _ => return Err(InputError::new(origin, Some("_id"), "missing: every query needs an id")),
+        _ => {
+            return Err(InputError::new(
+                origin,
+                Some("_id"),
+                "missing: every query needs an id",
+            ))
+        }
     };
     let text = match value.get("text").or_else(|| value.get("query")) {
         Some(Value::String(s)) => s.clone(),
-        _ => return Err(InputError::new(origin, Some("text"), "missing: expected the query text as a string")),
+        _ => {
+            return Err(InputError::new(
+                origin,
+                Some("text"),
+                "missing: expected the query text as a string",
+            ))
+        }
     };
     let metadata = value.get("metadata").cloned().unwrap_or(Value::Null);
     Ok(BatchQuery { id, text, metadata })
@@ -109,7 +121,10 @@ pub fn run_batch(
         on_result(BatchResult {
             query_id: query.id.clone(),
             namespace: filters.namespace.clone(),
-            results: ranked.into_iter().map(|(id, score)| RankedId { id, score }).collect(),
+            results: ranked
+                .into_iter()
+                .map(|(id, score)| RankedId { id, score })
+                .collect(),
             took_ms,
         })?;
     }

@@ -148,7 +148,12 @@ impl SearchEngine {
     }
 
     /// Ranked ids and scores only: the fast path for batch runs and evaluation.
-    pub fn search_ids(&self, query: &str, k: usize, filters: &Filters) -> Result<Vec<(String, f32)>> {
+    pub fn search_ids(
+        &self,
+        query: &str,
+        k: usize,
+        filters: &Filters,
+    ) -> Result<Vec<(String, f32)>> {
         self.check_query(query)?;
         let terms = self.query_terms(query);
         let top = self.top_docs(&self.text_query(&terms), filters, k)?;
@@ -164,7 +169,8 @@ impl SearchEngine {
         let terms = self.query_terms(query);
         let text_query = self.text_query(&terms);
         let top = self.top_docs(&text_query, filters, k)?;
-        let mut snippets = SnippetGenerator::create(&self.searcher, &*text_query, self.fields.content)?;
+        let mut snippets =
+            SnippetGenerator::create(&self.searcher, &*text_query, self.fields.content)?;
         snippets.set_max_num_chars(SNIPPET_CHARS);
         let mut results = Vec::with_capacity(top.len());
         for (rank, (score, address)) in top.into_iter().enumerate() {
@@ -226,7 +232,10 @@ impl SearchEngine {
                 continue;
             }
             for term in terms {
-                let query = TermQuery::new(Term::from_field_text(field, term), IndexRecordOption::WithFreqs);
+                let query = TermQuery::new(
+                    Term::from_field_text(field, term),
+                    IndexRecordOption::WithFreqs,
+                );
                 let query: Box<dyn Query> = if (boost - 1.0).abs() < f32::EPSILON {
                     Box::new(query)
                 } else {
@@ -238,7 +247,12 @@ impl SearchEngine {
         Box::new(BooleanQuery::new(clauses))
     }
 
-    fn top_docs(&self, text_query: &dyn Query, filters: &Filters, k: usize) -> Result<Vec<(f32, DocAddress)>> {
+    fn top_docs(
+        &self,
+        text_query: &dyn Query,
+        filters: &Filters,
+        k: usize,
+    ) -> Result<Vec<(f32, DocAddress)>> {
         let query = self.filtered(text_query, filters);
         Ok(self
             .searcher
@@ -261,7 +275,10 @@ impl SearchEngine {
         let f = &self.fields;
         let mut out: Vec<Box<dyn Query>> = Vec::new();
         let exact = |field: Field, value: &str| -> Box<dyn Query> {
-            Box::new(TermQuery::new(Term::from_field_text(field, value), IndexRecordOption::Basic))
+            Box::new(TermQuery::new(
+                Term::from_field_text(field, value),
+                IndexRecordOption::Basic,
+            ))
         };
         if let Some(ns) = &filters.namespace {
             out.push(exact(f.namespace, ns));
@@ -274,10 +291,16 @@ impl SearchEngine {
         }
         if filters.since.is_some() || filters.until.is_some() {
             let bound = |t: Option<i64>| match t {
-                Some(secs) => Bound::Included(Term::from_field_date(f.timestamp, DateTime::from_timestamp_secs(secs))),
+                Some(secs) => Bound::Included(Term::from_field_date(
+                    f.timestamp,
+                    DateTime::from_timestamp_secs(secs),
+                )),
                 None => Bound::Unbounded,
             };
-            out.push(Box::new(RangeQuery::new(bound(filters.since), bound(filters.until))));
+            out.push(Box::new(RangeQuery::new(
+                bound(filters.since),
+                bound(filters.until),
+            )));
         }
         if let Some(file) = &filters.file {
             out.push(self.file_query(file));
@@ -292,7 +315,10 @@ impl SearchEngine {
         let mut parts: Vec<(usize, Term)> = Vec::new();
         while let Some(token) = stream.next() {
             if token.position_length == 1 && parts.last().is_none_or(|(p, _)| *p < token.position) {
-                parts.push((token.position, Term::from_field_text(self.fields.files, &token.text)));
+                parts.push((
+                    token.position,
+                    Term::from_field_text(self.fields.files, &token.text),
+                ));
             }
         }
         match parts.len() {
@@ -314,7 +340,10 @@ impl SearchEngine {
             if let Some(ord) = column.term_ords(address.doc_id).next() {
                 column
                     .ord_to_str(ord, &mut id)
-                    .map_err(|e| Error::CorruptRecord { id: "?".into(), message: e.to_string() })?;
+                    .map_err(|e| Error::CorruptRecord {
+                        id: "?".into(),
+                        message: e.to_string(),
+                    })?;
             }
         }
         Ok(id)
@@ -325,7 +354,12 @@ impl SearchEngine {
     }
 
     /// Why a search returned nothing: empty store, no searchable words, filters, or no match.
-    fn explain_empty(&self, terms: &[String], text_query: &dyn Query, filters: &Filters) -> Result<String> {
+    fn explain_empty(
+        &self,
+        terms: &[String],
+        text_query: &dyn Query,
+        filters: &Filters,
+    ) -> Result<String> {
         if self.searcher.num_docs() == 0 {
             return Ok("the store is empty: add records with `knowledge-db add PATH`".into());
         }
@@ -341,13 +375,21 @@ impl SearchEngine {
             ));
         }
         let mut reasons = Vec::new();
-        for (flag, single) in filters.describe().into_iter().zip(self.single_filters(filters)) {
+        for (flag, single) in filters
+            .describe()
+            .into_iter()
+            .zip(self.single_filters(filters))
+        {
             let passing = self.count(&*self.filtered(text_query, &single))?;
             reasons.push(format!("{flag} keeps {passing}"));
         }
         let mut message = format!(
-            "{unfiltered} record{} match the query, but the filters exclude all of them ({})",
-            if unfiltered == 1 { "" } else { "s" },
+            "{unfiltered} record{} the query, but the filters exclude all of them ({})",
+            if unfiltered == 1 {
+                " matches"
+            } else {
+                "s match"
+            },
             reasons.join("; ")
         );
         if filters.namespace.is_some() {
@@ -361,22 +403,40 @@ impl SearchEngine {
         let none = Filters::default();
         let mut out = Vec::new();
         if filters.namespace.is_some() {
-            out.push(Filters { namespace: filters.namespace.clone(), ..none.clone() });
+            out.push(Filters {
+                namespace: filters.namespace.clone(),
+                ..none.clone()
+            });
         }
         if filters.session.is_some() {
-            out.push(Filters { session: filters.session.clone(), ..none.clone() });
+            out.push(Filters {
+                session: filters.session.clone(),
+                ..none.clone()
+            });
         }
         if filters.kind.is_some() {
-            out.push(Filters { kind: filters.kind, ..none.clone() });
+            out.push(Filters {
+                kind: filters.kind,
+                ..none.clone()
+            });
         }
         if filters.since.is_some() {
-            out.push(Filters { since: filters.since, ..none.clone() });
+            out.push(Filters {
+                since: filters.since,
+                ..none.clone()
+            });
         }
         if filters.until.is_some() {
-            out.push(Filters { until: filters.until, ..none.clone() });
+            out.push(Filters {
+                until: filters.until,
+                ..none.clone()
+            });
         }
         if filters.file.is_some() {
-            out.push(Filters { file: filters.file.clone(), ..none });
+            out.push(Filters {
+                file: filters.file.clone(),
+                ..none
+            });
         }
         out
     }
@@ -388,9 +448,12 @@ fn hit(rank: usize, score: f32, record: Record, snippets: &SnippetGenerator) -> 
         snippet = snippets.snippet(&record.display_text());
     }
     let (text, highlights) = if snippet.fragment().is_empty() {
-        (leading_chars(&record.fields.content, SNIPPET_CHARS), Vec::new())
+        (
+            leading_chars(&record.fields.content, SNIPPET_CHARS),
+            Vec::new(),
+        )
     } else {
-        let ranges = snippet.highlighted().iter().map(|r| (r.start, r.end)).collect();
+        let ranges = merge_adjacent(snippet.highlighted().iter().map(|r| (r.start, r.end)));
         (snippet.fragment().to_string(), ranges)
     };
     let citation = record.citation();
@@ -401,7 +464,10 @@ fn hit(rank: usize, score: f32, record: Record, snippets: &SnippetGenerator) -> 
         kind: record.kind,
         namespace: record.namespace,
         score,
-        scores: ScoreParts { bm25: score, vector: None },
+        scores: ScoreParts {
+            bm25: score,
+            vector: None,
+        },
         title: f.title,
         snippet: text,
         highlights,
@@ -415,6 +481,18 @@ fn hit(rank: usize, score: f32, record: Record, snippets: &SnippetGenerator) -> 
     }
 }
 
+/// Joins touching or overlapping ranges: `parse` + `Config` highlight as `parseConfig`.
+fn merge_adjacent(ranges: impl Iterator<Item = (usize, usize)>) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for (start, end) in ranges {
+        match out.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => out.push((start, end)),
+        }
+    }
+    out
+}
+
 /// The first `n` characters of `text`, cut at a word boundary where possible.
 fn leading_chars(text: &str, n: usize) -> String {
     if text.chars().count() <= n {
@@ -424,5 +502,22 @@ fn leading_chars(text: &str, n: usize) -> String {
     match cut.rfind(char::is_whitespace) {
         Some(i) if i > n / 2 => format!("{}…", &cut[..i]),
         _ => format!("{cut}…"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adjacent_highlights_merge() {
+        let merged = merge_adjacent([(0, 5), (5, 11), (13, 15), (14, 18)].into_iter());
+        assert_eq!(merged, [(0, 11), (13, 18)]);
+    }
+
+    #[test]
+    fn leading_chars_cuts_at_a_word() {
+        assert_eq!(leading_chars("short", 10), "short");
+        assert_eq!(leading_chars("alpha beta gamma", 12), "alpha beta…");
     }
 }

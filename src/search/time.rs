@@ -10,14 +10,12 @@ pub fn parse_bound(text: &str, now: i64) -> Result<i64, String> {
     if let Some(secs) = parse_time(text) {
         return Ok(secs);
     }
-    parse_duration_secs(text)
-        .map(|d| now - d)
-        .ok_or_else(|| {
-            format!(
-                "cannot read `{text}` as a time: use a date (2026-01-05), an RFC 3339 time \
+    parse_duration_secs(text).map(|d| now - d).ok_or_else(|| {
+        format!(
+            "cannot read `{text}` as a time: use a date (2026-01-05), an RFC 3339 time \
                  (2026-01-05T10:00:00Z) or an age such as 30m, 12h, 7d, 2w"
-            )
-        })
+        )
+    })
 }
 
 /// `90s`, `30m`, `12h`, `7d`, `2w` in seconds.
@@ -46,7 +44,9 @@ mod tests {
         assert_eq!(parse_bound("2026-01-05", 0), Ok(1767571200));
         assert_eq!(parse_bound("7d", 1_000_000), Ok(1_000_000 - 7 * 86_400));
         assert_eq!(parse_bound("12h", 100_000), Ok(100_000 - 12 * 3600));
-        assert!(parse_bound("soon", 0).unwrap_err().contains("cannot read `soon`"));
+        assert!(parse_bound("soon", 0)
+            .unwrap_err()
+            .contains("cannot read `soon`"));
         assert_eq!(parse_duration_secs("5x"), None);
         assert_eq!(parse_duration_secs("d"), None);
     }

@@ -112,8 +112,11 @@ impl Config {
         })?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(dir, e))?;
-        tmp.write_all(text.as_bytes()).map_err(|e| Error::io(tmp.path(), e))?;
-        tmp.as_file().sync_all().map_err(|e| Error::io(tmp.path(), e))?;
+        tmp.write_all(text.as_bytes())
+            .map_err(|e| Error::io(tmp.path(), e))?;
+        tmp.as_file()
+            .sync_all()
+            .map_err(|e| Error::io(tmp.path(), e))?;
         tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
         sync_dir(dir)
     }

@@ -74,7 +74,10 @@ mod tests {
         let path = dir.path().join("LOCK");
         let first = WriterLock::acquire(&path, Duration::ZERO).unwrap();
         let err = WriterLock::acquire(&path, Duration::from_millis(60)).unwrap_err();
-        assert!(err.to_string().contains("another knowledge-db process"), "{err}");
+        assert!(
+            err.to_string().contains("another knowledge-db process"),
+            "{err}"
+        );
         drop(first);
         WriterLock::acquire(&path, Duration::ZERO).unwrap();
     }

@@ -258,7 +258,9 @@ impl Store {
                 let mut name = String::new();
                 for (ord, count) in per_ord {
                     name.clear();
-                    column.ord_to_str(ord, &mut name).map_err(|e| Error::io(self.root.join("text"), e))?;
+                    column
+                        .ord_to_str(ord, &mut name)
+                        .map_err(|e| Error::io(self.root.join("text"), e))?;
                     *counts.entry(name.clone()).or_default() += count;
                 }
             }

@@ -1,0 +1,209 @@
+//! Search from the command line: identifiers, filters, explanations, batches.
+
+mod common;
+
+use common::TestStore;
+use predicates::prelude::*;
+
+fn sample_store() -> TestStore {
+    let store = TestStore::new();
+    store.add_samples();
+    store
+}
+
+#[test]
+fn code_identifiers_are_findable() {
+    let store = sample_store();
+    for (query, expected) in [
+        ("oauth2.py", "seg-auth-0001"),
+        ("parseConfig", "seg-build-0002"),
+        ("parse config", "seg-build-0002"),
+        ("E0502", "seg-build-0002"),
+        ("src/config/loader.rs", "seg-build-0002"),
+        ("0042_invoice_currency.sql", "seg-db-0003"),
+        (
+            "hmac.compare_digest",
+            "9b7e11d0-55aa-4c1e-8f0e-6a2d4b9c0f33:1",
+        ),
+    ] {
+        let ids = store.search_ids(&[query, "-k", "1"]);
+        assert_eq!(ids, [expected], "query {query}");
+    }
+}
+
+#[test]
+fn results_carry_scores_snippets_highlights_and_citations() {
+    let store = sample_store();
+    let out = store.json(&["search", "refresh token"]);
+    let hit = &out["results"][0];
+    assert_eq!(hit["id"], "seg-auth-0001");
+    assert_eq!(hit["rank"], 1);
+    assert_eq!(hit["kind"], "segment");
+    assert_eq!(hit["session_id"], "4f1c9a2e-0b7d-4e55-9a51-3c2f8d1e7a10");
+    assert_eq!(
+        (hit["start_turn"].as_u64(), hit["end_turn"].as_u64()),
+        (Some(12), Some(41))
+    );
+    assert!(hit["score"].as_f64().unwrap() > 0.0);
+    assert_eq!(hit["scores"]["bm25"], hit["score"]);
+    assert!(hit["citation"].as_str().unwrap().contains("turns 12-41"));
+    let snippet = hit["snippet"].as_str().unwrap();
+    let (s, e) = (
+        hit["highlights"][0][0].as_u64().unwrap() as usize,
+        hit["highlights"][0][1].as_u64().unwrap() as usize,
+    );
+    assert!(
+        snippet[s..e].to_lowercase().contains("refresh")
+            || snippet[s..e].to_lowercase().contains("token")
+    );
+    assert_eq!(out["vector"], "unavailable");
+}
+
+#[test]
+fn text_output_marks_matches_when_piped() {
+    let store = sample_store();
+    store
+        .cmd()
+        .args(["search", "E0502"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("**E0502**").and(predicate::str::contains("[segment]")));
+}
+
+#[test]
+fn filters_narrow_results() {
+    let store = sample_store();
+    let s1 = "4f1c9a2e-0b7d-4e55-9a51-3c2f8d1e7a10";
+    for id in store.search_ids(&["test", "--session", s1, "-k", "50"]) {
+        assert!(
+            id.starts_with(s1) || id.starts_with("seg-auth") || id.starts_with("seg-build"),
+            "{id}"
+        );
+    }
+    assert_eq!(
+        store
+            .search_ids(&["test", "--kind", "task", "-k", "50"])
+            .len(),
+        3
+    );
+    let since = store.search_ids(&["invoice", "--since", "2026-01-09", "-k", "50"]);
+    assert!(since.contains(&"seg-db-0003".to_string()));
+    assert!(store
+        .search_ids(&["invoice", "--until", "2026-01-08", "-k", "50"])
+        .is_empty());
+    assert_eq!(
+        store.search_ids(&["token", "--file", "oauth2.py"]),
+        ["seg-auth-0001"]
+    );
+    assert_eq!(
+        store.search_ids(&["token", "--file", "src/auth/oauth2.py"]),
+        ["seg-auth-0001"]
+    );
+    assert!(store
+        .search_ids(&["token", "--file", "auth/missing.py"])
+        .is_empty());
+}
+
+#[test]
+fn empty_results_explain_themselves() {
+    let empty = TestStore::new();
+    let out = empty.json(&["search", "anything"]);
+    assert!(out["explanation"]
+        .as_str()
+        .unwrap()
+        .contains("the store is empty"));
+
+    let store = sample_store();
+    let out = store.json(&["search", "token", "--kind", "note"]);
+    let why = out["explanation"].as_str().unwrap();
+    assert!(
+        why.contains("filters exclude") && why.contains("--kind note keeps 0"),
+        "{why}"
+    );
+    let out = store.json(&["search", "token", "--namespace", "elsewhere"]);
+    assert!(out["explanation"]
+        .as_str()
+        .unwrap()
+        .contains("--all-namespaces"));
+    let out = store.json(&["search", "zyxwvut"]);
+    assert!(out["explanation"]
+        .as_str()
+        .unwrap()
+        .contains("contains any of the query's terms"));
+    let out = store.json(&["search", "?!,;"]);
+    assert!(out["explanation"]
+        .as_str()
+        .unwrap()
+        .contains("no searchable words"));
+}
+
+#[test]
+fn batch_queries_write_one_line_each_and_respect_scope() {
+    let store = TestStore::new();
+    let corpus = store.write(
+        "corpus.jsonl",
+        b"{\"_id\": \"a|1\", \"text\": \"we went hiking in the alps\", \"metadata\": {\"conv\": \"a\"}}\n\
+          {\"_id\": \"b|1\", \"text\": \"hiking boots were too small\", \"metadata\": {\"conv\": \"b\"}}\n",
+    );
+    store
+        .cmd()
+        .args(["add", "--namespace-field", "conv"])
+        .arg(&corpus)
+        .assert()
+        .success();
+    let queries = store.write(
+        "queries.jsonl",
+        b"{\"_id\": \"q1\", \"text\": \"hiking\", \"metadata\": {\"conv\": \"a\"}}\n\
+          {\"_id\": \"q2\", \"text\": \"hiking\", \"metadata\": {\"conv\": \"b\"}}\n",
+    );
+    let out = store
+        .cmd()
+        .args(["search", "--queries"])
+        .arg(&queries)
+        .args(["--scope-field", "conv", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["query_id"], "q1");
+    assert_eq!(lines[0]["results"][0]["id"], "a|1");
+    assert_eq!(lines[0]["results"].as_array().unwrap().len(), 1);
+    assert_eq!(lines[1]["results"][0]["id"], "b|1");
+    assert!(lines[1]["took_ms"].as_f64().is_some());
+}
+
+#[test]
+fn oversized_queries_are_refused_with_the_limit() {
+    let store = sample_store();
+    let long = "word ".repeat(20_000);
+    store
+        .cmd()
+        .args(["search", &long])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("max_query_bytes"));
+}
+
+#[test]
+fn hostile_queries_do_not_break_search() {
+    let store = sample_store();
+    let many_terms: String = (0..10_000).map(|i| format!("t{i} ")).collect();
+    assert!(many_terms.len() < 64 * 1024);
+    for query in [
+        many_terms.as_str(),
+        "\"unbalanced (quote AND OR NOT:: -+",
+        "日本語のテキスト 中文 العربية עברית ελληνικά кириллица हिन्दी 😀",
+        "\u{200b}\u{feff}",
+    ] {
+        store
+            .cmd()
+            .args(["search", query, "--json"])
+            .assert()
+            .success();
+    }
+}

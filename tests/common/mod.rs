@@ -1,0 +1,106 @@
+//! Helpers shared by the integration tests: a temporary store and the built binary.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// A fresh store in a temporary folder, removed when dropped.
+pub struct TestStore {
+    pub dir: tempfile::TempDir,
+}
+
+impl TestStore {
+    /// An initialised, empty store.
+    pub fn new() -> TestStore {
+        let store = TestStore::uninitialised();
+        store.cmd().arg("init").assert().success();
+        store
+    }
+
+    pub fn uninitialised() -> TestStore {
+        TestStore {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join("store")
+    }
+
+    /// `knowledge-db --store <this store>`.
+    pub fn cmd(&self) -> Command {
+        let mut cmd = Command::cargo_bin("knowledge-db").expect("binary");
+        cmd.arg("--store").arg(self.path());
+        cmd.env_remove("KNOWLEDGE_DB_HOME");
+        cmd
+    }
+
+    /// Runs a command that must succeed and returns its stdout as JSON.
+    pub fn json(&self, args: &[&str]) -> Value {
+        let out = self.cmd().args(args).arg("--json").output().expect("run");
+        assert!(
+            out.status.success(),
+            "{args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("JSON output")
+    }
+
+    /// Adds the project's data samples.
+    pub fn add_samples(&self) {
+        self.cmd().arg("add").arg(samples()).assert().success();
+    }
+
+    /// Ids of a search's results, in rank order.
+    pub fn search_ids(&self, args: &[&str]) -> Vec<String> {
+        let mut full = vec!["search"];
+        full.extend_from_slice(args);
+        self.json(&full)["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|r| r["id"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// Every file of the store with its bytes: to prove a failed write changed nothing.
+    pub fn snapshot(&self) -> BTreeMap<PathBuf, Vec<u8>> {
+        let mut files = BTreeMap::new();
+        collect(&self.path(), &self.path(), &mut files);
+        files
+    }
+
+    pub fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, bytes).expect("write input");
+        path
+    }
+}
+
+fn collect(root: &Path, dir: &Path, files: &mut BTreeMap<PathBuf, Vec<u8>>) {
+    for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect(root, &path, files);
+        } else if !path.ends_with("LOCK") && !path.ends_with(".tantivy-writer.lock") {
+            let rel = path.strip_prefix(root).expect("prefix").to_path_buf();
+            files.insert(rel, std::fs::read(&path).expect("read"));
+        }
+    }
+}
+
+pub fn samples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples")
+}
+
+/// `../shared/eval/NAME` beside the checkout (real evaluation data).
+pub fn shared_eval(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("shared")
+        .join("eval")
+        .join(name)
+}
