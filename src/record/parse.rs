@@ -404,14 +404,16 @@ fn first_time(o: &Map<String, Value>, keys: &[&str]) -> Result<Option<i64>, Fiel
     for key in keys {
         match o.get(*key) {
             None | Some(Value::Null) => continue,
-            Some(Value::String(s)) => return parse_time(s).map(Some).ok_or_else(|| {
-                (
-                    key.to_string(),
-                    format!(
+            Some(Value::String(s)) => {
+                return parse_time(s).map(Some).ok_or_else(|| {
+                    (
+                        key.to_string(),
+                        format!(
                         "expected an RFC 3339 timestamp like 2026-01-05T10:00:00Z, found \"{s}\""
                     ),
-                )
-            }),
+                    )
+                })
+            }
             Some(Value::Number(n)) => {
                 let secs = n.as_f64().unwrap_or(0.0);
                 // Values past the year 5138 in seconds are milliseconds.

@@ -126,6 +126,8 @@ pub struct SearchResponse {
 /// A searcher over one commit of a store, reused across many queries.
 pub struct SearchEngine {
     searcher: Searcher,
+    /// The `id` fast-field column of each segment, opened once.
+    id_columns: Vec<Option<tantivy::columnar::StrColumn>>,
     fields: IndexFields,
     boosts: [f32; 6],
     analyzer: TextAnalyzer,
@@ -134,8 +136,15 @@ pub struct SearchEngine {
 
 impl SearchEngine {
     pub fn new(store: &Store) -> Result<SearchEngine> {
+        let searcher = store.reader()?.searcher();
+        let id_columns = searcher
+            .segment_readers()
+            .iter()
+            .map(|segment| segment.fast_fields().str("id"))
+            .collect::<tantivy::Result<Vec<_>>>()?;
         Ok(SearchEngine {
-            searcher: store.reader()?.searcher(),
+            searcher,
+            id_columns,
             fields: *store.fields(),
             boosts: store.config().ranking.boosts(),
             analyzer: tokenizer::analyzer(),
@@ -206,19 +215,7 @@ impl SearchEngine {
 
     /// Distinct analyzed terms of the query, in order of first appearance.
     fn query_terms(&self, query: &str) -> Vec<String> {
-        let mut analyzer = self.analyzer.clone();
-        let mut stream = analyzer.token_stream(query);
-        let mut terms: Vec<String> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        while let Some(token) = stream.next() {
-            if terms.len() >= MAX_QUERY_TERMS {
-                break;
-            }
-            if seen.insert(token.text.clone()) {
-                terms.push(token.text.clone());
-            }
-        }
-        terms
+        analyze_distinct(&self.analyzer, query)
     }
 
     /// Every term in every text field, with the field's boost; scores add up.
@@ -333,10 +330,8 @@ impl SearchEngine {
     }
 
     fn id_of(&self, address: DocAddress) -> Result<String> {
-        let segment = self.searcher.segment_reader(address.segment_ord);
-        let column = segment.fast_fields().str("id")?;
         let mut id = String::new();
-        if let Some(column) = column {
+        if let Some(Some(column)) = self.id_columns.get(address.segment_ord as usize) {
             if let Some(ord) = column.term_ords(address.doc_id).next() {
                 column
                     .ord_to_str(ord, &mut id)
@@ -440,6 +435,23 @@ impl SearchEngine {
         }
         out
     }
+}
+
+/// Distinct analyzed terms of `text`, in order of first appearance.
+fn analyze_distinct(analyzer: &TextAnalyzer, text: &str) -> Vec<String> {
+    let mut analyzer = analyzer.clone();
+    let mut stream = analyzer.token_stream(text);
+    let mut terms: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(token) = stream.next() {
+        if terms.len() >= MAX_QUERY_TERMS {
+            break;
+        }
+        if seen.insert(token.text.clone()) {
+            terms.push(token.text.clone());
+        }
+    }
+    terms
 }
 
 fn hit(rank: usize, score: f32, record: Record, snippets: &SnippetGenerator) -> Hit {

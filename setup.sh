@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Sets up knowledge-db on a fresh machine and runs it on the bundled samples.
+#
+#   ./setup.sh            build the release binary, then add data-samples/ to a
+#                         demo store and search it
+#
+# Needs: a Rust toolchain (cargo). Everything else comes from crates.io.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "error: cargo not found; install Rust (https://rustup.rs) and run ./setup.sh again" >&2
+  exit 1
+fi
+
+echo "==> building knowledge-db (release)"
+cargo build --release --locked 2>&1 | tail -n 2
+bin="$PWD/target/release/knowledge-db"
+
+demo="${KNOWLEDGE_DB_DEMO_STORE:-$PWD/target/demo-store}"
+rm -rf "$demo"
+echo "==> creating a demo store at $demo"
+"$bin" --store "$demo" init
+"$bin" --store "$demo" add data-samples/
+echo "==> knowledge-db search \"oauth2.py refresh\""
+"$bin" --store "$demo" search "oauth2.py refresh" -k 2
+echo "==> knowledge-db search parseConfig --kind segment"
+"$bin" --store "$demo" search parseConfig --kind segment -k 1
+"$bin" --store "$demo" stats
+echo
+echo "done: the binary is $bin (add it to your PATH); tests run with ./test.sh"
