@@ -263,6 +263,10 @@ struct EvalArgs {
     #[arg(long, value_name = "DIR")]
     keep_store: Option<PathBuf>,
 
+    /// Also report quality per value of the queries' metadata.FIELD (e.g. category)
+    #[arg(long, value_name = "FIELD")]
+    group_by: Option<String>,
+
     /// Print JSON instead of text
     #[arg(long)]
     json: bool,
@@ -515,6 +519,7 @@ fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
         scope_field: args.scope_field.clone(),
         no_scope: args.no_scope,
         store_dir: args.keep_store.clone(),
+        group_by: args.group_by.clone(),
     };
     let bar = output::progress_bar();
     let report = evaluate(&options, &mut |phase, done, total| {

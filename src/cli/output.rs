@@ -6,7 +6,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::eval::EvalReport;
+use crate::eval::{EvalReport, Quality};
 use crate::record::input::human_bytes;
 use crate::record::Record;
 use crate::search::SearchResponse;
@@ -211,16 +211,37 @@ pub fn print_eval(r: &EvalReport) {
             .unwrap_or_default()
     );
     println!();
-    println!("| metric        | value  |");
-    println!("|---------------|--------|");
-    for (name, value) in [
-        ("nDCG@10", r.ndcg_at_10),
-        ("Recall@5", r.recall_at_5),
-        ("Recall@10", r.recall_at_10),
-        ("Recall@100", r.recall_at_100),
-        ("MRR@10", r.mrr_at_10),
-    ] {
-        println!("| {name:<13} | {value:.4} |");
+    let mut columns = vec![("all".to_string(), &r.quality)];
+    columns.extend(r.groups.iter().map(|(name, q)| (name.clone(), q)));
+    let header: Vec<String> = columns
+        .iter()
+        .map(|(name, _)| format!("{name:>8}"))
+        .collect();
+    println!("| metric     | {} |", header.join(" | "));
+    println!(
+        "|------------|{}|",
+        vec!["----------"; columns.len()].join("|")
+    );
+    let rows: [(&str, fn(&Quality) -> f64); 5] = [
+        ("nDCG@10", |q| q.ndcg_at_10),
+        ("Recall@5", |q| q.recall_at_5),
+        ("Recall@10", |q| q.recall_at_10),
+        ("Recall@100", |q| q.recall_at_100),
+        ("MRR@10", |q| q.mrr_at_10),
+    ];
+    for (name, metric) in rows {
+        let cells: Vec<String> = columns
+            .iter()
+            .map(|(_, q)| format!("{:>8.4}", metric(q)))
+            .collect();
+        println!("| {name:<10} | {} |", cells.join(" | "));
+    }
+    if !r.groups.is_empty() {
+        let counts: Vec<String> = columns
+            .iter()
+            .map(|(_, q)| format!("{:>8}", q.queries))
+            .collect();
+        println!("| queries    | {} |", counts.join(" | "));
     }
     println!();
     println!(

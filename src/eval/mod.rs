@@ -9,7 +9,7 @@
 
 pub mod metrics;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -33,16 +33,54 @@ pub struct EvalReport {
     pub documents: usize,
     pub queries: usize,
     pub scope_field: Option<String>,
-    pub ndcg_at_10: f64,
-    pub recall_at_5: f64,
-    pub recall_at_10: f64,
-    pub recall_at_100: f64,
-    pub mrr_at_10: f64,
+    #[serde(flatten)]
+    pub quality: Quality,
+    /// Quality per value of `metadata.GROUP_BY` (e.g. LoCoMo's question category).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub groups: BTreeMap<String, Quality>,
     pub latency_ms_p50: f64,
     pub latency_ms_p95: f64,
     pub latency_ms_p99: f64,
     pub add_seconds: f64,
     pub add_records_per_second: f64,
+}
+
+/// Mean retrieval quality over a set of queries.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Quality {
+    pub queries: usize,
+    pub ndcg_at_10: f64,
+    pub recall_at_5: f64,
+    pub recall_at_10: f64,
+    pub recall_at_100: f64,
+    pub mrr_at_10: f64,
+}
+
+impl Quality {
+    /// Adds one query's ranking; call [`Quality::finish`] after the last.
+    fn add(&mut self, ranked: &[String], rels: &HashMap<String, f64>) {
+        self.queries += 1;
+        self.ndcg_at_10 += metrics::ndcg_at(10, ranked, rels);
+        self.recall_at_5 += metrics::recall_at(5, ranked, rels);
+        self.recall_at_10 += metrics::recall_at(10, ranked, rels);
+        self.recall_at_100 += metrics::recall_at(100, ranked, rels);
+        self.mrr_at_10 += metrics::mrr_at(10, ranked, rels);
+    }
+
+    /// Turns the sums into means.
+    fn finish(mut self) -> Quality {
+        let n = self.queries.max(1) as f64;
+        for value in [
+            &mut self.ndcg_at_10,
+            &mut self.recall_at_5,
+            &mut self.recall_at_10,
+            &mut self.recall_at_100,
+            &mut self.mrr_at_10,
+        ] {
+            *value /= n;
+        }
+        self
+    }
 }
 
 /// Options of an evaluation run.
@@ -55,6 +93,8 @@ pub struct EvalOptions {
     pub no_scope: bool,
     /// Build the store here (kept) instead of a temporary folder.
     pub store_dir: Option<PathBuf>,
+    /// Also report quality per value of this query metadata field.
+    pub group_by: Option<String>,
 }
 
 /// Runs an evaluation; `progress` hears about phases ("adding", "searching").
@@ -108,9 +148,16 @@ pub fn evaluate(
         .collect();
     let engine = SearchEngine::new(&store)?;
     let total = judged.len();
-    let mut sums = [0.0f64; 5];
+    let group_of: HashMap<&str, String> = match &options.group_by {
+        Some(field) => judged
+            .iter()
+            .filter_map(|q| q.scope(field).map(|g| (q.id.as_str(), g)))
+            .collect(),
+        None => HashMap::new(),
+    };
+    let mut overall = Quality::default();
+    let mut groups: BTreeMap<String, Quality> = BTreeMap::new();
     let mut latencies = Vec::with_capacity(total);
-    let mut done = 0;
     run_batch(
         &engine,
         &judged,
@@ -120,29 +167,23 @@ pub fn evaluate(
         |result| {
             let ranked: Vec<String> = result.results.into_iter().map(|r| r.id).collect();
             if let Some(rels) = qrels.get(&result.query_id) {
-                sums[0] += metrics::ndcg_at(10, &ranked, rels);
-                sums[1] += metrics::recall_at(5, &ranked, rels);
-                sums[2] += metrics::recall_at(10, &ranked, rels);
-                sums[3] += metrics::recall_at(100, &ranked, rels);
-                sums[4] += metrics::mrr_at(10, &ranked, rels);
+                overall.add(&ranked, rels);
+                if let Some(group) = group_of.get(result.query_id.as_str()) {
+                    groups.entry(group.clone()).or_default().add(&ranked, rels);
+                }
             }
             latencies.push(result.took_ms);
-            done += 1;
-            progress("searching", done, total);
+            progress("searching", latencies.len(), total);
             Ok(())
         },
     )?;
-    let mean = |s: f64| if total == 0 { 0.0 } else { s / total as f64 };
     Ok(EvalReport {
         dataset: dir.display().to_string(),
         documents: added.records,
         queries: total,
         scope_field,
-        ndcg_at_10: mean(sums[0]),
-        recall_at_5: mean(sums[1]),
-        recall_at_10: mean(sums[2]),
-        recall_at_100: mean(sums[3]),
-        mrr_at_10: mean(sums[4]),
+        quality: overall.finish(),
+        groups: groups.into_iter().map(|(k, q)| (k, q.finish())).collect(),
         latency_ms_p50: metrics::percentile(&latencies, 50.0),
         latency_ms_p95: metrics::percentile(&latencies, 95.0),
         latency_ms_p99: metrics::percentile(&latencies, 99.0),

@@ -587,9 +587,62 @@ mod tests {
         assert_eq!(parse_time("yesterday"), None);
     }
 
+    /// JSON values of any type, to place under record keys.
+    fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+            "\\PC{0,20}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                proptest::collection::btree_map("[a-z_]{1,8}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    const KEYS: [&str; 16] = [
+        "kind",
+        "id",
+        "_id",
+        "segment_id",
+        "task_id",
+        "session_id",
+        "subject",
+        "topic",
+        "text",
+        "role",
+        "content",
+        "key_files",
+        "start_turn",
+        "compressed_at",
+        "metadata",
+        "namespace",
+    ];
+
     proptest::proptest! {
+        /// Records built from known keys with values of any type either parse or
+        /// give an error naming a field or the record; they never panic.
         #[test]
-        fn arbitrary_json_never_panics(s in "\\PC{0,300}") {
+        fn records_with_arbitrary_values_never_panic(
+            entries in proptest::collection::vec((0..KEYS.len(), any_json()), 0..8)
+        ) {
+            let object: serde_json::Map<String, Value> =
+                entries.into_iter().map(|(k, v)| (KEYS[k].to_string(), v)).collect();
+            match parse(Value::Object(object)) {
+                Ok(record) => proptest::prop_assert!(!record.id.is_empty()),
+                Err(e) => proptest::prop_assert!(!e.message.is_empty()),
+            }
+        }
+
+        #[test]
+        fn arbitrary_text_never_panics(s in "\\PC{0,300}") {
             if let Ok(v) = serde_json::from_str::<Value>(&s) {
                 let _ = parse(v);
             }
