@@ -66,6 +66,8 @@ impl fmt::Display for InputError {
     }
 }
 
+impl std::error::Error for InputError {}
+
 /// A list of input errors, shown a few at a time.
 #[derive(Debug, Clone)]
 pub struct InputErrors(pub Vec<InputError>);
@@ -91,6 +93,8 @@ impl fmt::Display for InputErrors {
         Ok(())
     }
 }
+
+impl std::error::Error for InputErrors {}
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -15,8 +15,35 @@
 //! - [`eval`]: BEIR evaluation, the yardstick for ranking changes;
 //! - [`bench`]: realistic corpora generated from real agent transcripts;
 //! - [`cli`]: the `knowledge-db` command line.
+//!
+//! ```
+//! use std::time::Duration;
+//! use knowledge_db::error::Origin;
+//! use knowledge_db::record::{parse_record, ParseOptions};
+//! use knowledge_db::{Filters, SearchEngine, Store};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let store = Store::init(&dir.path().join("memory"))?;
+//!
+//! // A compressed segment, exactly as a rolling-context system writes it.
+//! let segment = serde_json::json!({
+//!     "segment_id": "seg-1",
+//!     "topic": "Borrow checker error in the config loader",
+//!     "compressed_content": "error[E0502] in parseConfig(); collected keys before mutating.",
+//!     "key_files": ["src/config/loader.rs"]
+//! });
+//! let record = parse_record(segment, &Origin::file("example"), &ParseOptions::default())?;
+//! store.add(vec![record], Duration::from_secs(5))?;
+//!
+//! let engine = SearchEngine::new(&store)?;
+//! let answer = engine.search("parse config E0502", 5, &Filters::default())?;
+//! assert_eq!(answer.results[0].id, "seg-1");
+//! # Ok(())
+//! # }
+//! ```
 
-// pub mod bench;
+pub mod bench;
 pub mod cli;
 pub mod error;
 pub mod eval;

@@ -1092,13 +1092,19 @@ fn sentences_of(text: &str) -> Vec<String> {
     sentences
 }
 
-/// The first sentence, cut at a word boundary to at most `max` characters.
+/// The first sentence (with the next one when it is only a few words, like
+/// "Quick question:"), cut at a word boundary to at most `max` characters.
 fn first_sentence(text: &str, max: usize) -> String {
-    sentences_of(text)
-        .into_iter()
-        .next()
-        .map(|s| cut_at_word(&s, max))
-        .unwrap_or_default()
+    let mut sentences = sentences_of(text).into_iter();
+    let Some(mut first) = sentences.next() else {
+        return String::new();
+    };
+    if first.chars().count() < 25 {
+        if let Some(next) = sentences.next() {
+            first = format!("{first} {next}");
+        }
+    }
+    cut_at_word(&first, max)
 }
 
 fn last_sentence(text: &str, max: usize) -> String {
@@ -1942,6 +1948,10 @@ not json at all
         assert_eq!(
             first_sentence("A very long sentence indeed", 12),
             "A very long"
+        );
+        assert_eq!(
+            first_sentence("Eval this:\nthe tests are slow. Why?", 80),
+            "Eval this: the tests are slow."
         );
     }
 }

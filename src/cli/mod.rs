@@ -343,7 +343,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Delete(args) => delete(&root, args),
         Command::Stats(args) => stats(&root, args.json),
         Command::Eval(args) => eval(args),
-        Command::Bench(BenchCommand::Gen(_args)) => bail!("TEMP"), // TEMP-BENCH
+        Command::Bench(BenchCommand::Gen(args)) => bench_gen(args),
     }
 }
 
@@ -536,7 +536,6 @@ fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-#[cfg(any())]
 fn bench_gen(args: GenArgs) -> anyhow::Result<ExitCode> {
     let options = crate::bench::gen::GenOptions {
         from: args.from.clone(),

@@ -199,12 +199,15 @@ pub fn print_stats(s: &Stats) {
     }
 }
 
+/// Reads one metric out of a [`Quality`].
+type Metric = fn(&Quality) -> f64;
+
 pub fn print_eval(r: &EvalReport) {
     println!("dataset   {}", r.dataset);
     println!(
         "corpus    {} documents, {} judged queries{}",
         r.documents,
-        r.queries,
+        r.quality.queries,
         r.scope_field
             .as_ref()
             .map(|f| format!(", each scoped by metadata.{f}"))
@@ -222,7 +225,7 @@ pub fn print_eval(r: &EvalReport) {
         "|------------|{}|",
         vec!["----------"; columns.len()].join("|")
     );
-    let rows: [(&str, fn(&Quality) -> f64); 5] = [
+    let rows: [(&str, Metric); 5] = [
         ("nDCG@10", |q| q.ndcg_at_10),
         ("Recall@5", |q| q.recall_at_5),
         ("Recall@10", |q| q.recall_at_10),

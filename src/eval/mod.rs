@@ -31,7 +31,6 @@ const DEPTH: usize = 100;
 pub struct EvalReport {
     pub dataset: String,
     pub documents: usize,
-    pub queries: usize,
     pub scope_field: Option<String>,
     #[serde(flatten)]
     pub quality: Quality,
@@ -180,7 +179,6 @@ pub fn evaluate(
     Ok(EvalReport {
         dataset: dir.display().to_string(),
         documents: added.records,
-        queries: total,
         scope_field,
         quality: overall.finish(),
         groups: groups.into_iter().map(|(k, q)| (k, q.finish())).collect(),

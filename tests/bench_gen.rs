@@ -1,0 +1,66 @@
+//! `bench gen` on real transcripts, and `eval` on what it wrote: the benchmark
+//! path end to end (on the two small sessions, so it stays quick).
+
+mod common;
+
+use common::{shared_eval, TestStore};
+
+#[test]
+fn generated_corpora_are_exact_deterministic_and_evaluable() {
+    let from = shared_eval("transcripts/claude-code-session-share");
+    let work = TestStore::uninitialised();
+    let gen = |name: &str| {
+        let out = work.dir.path().join(name);
+        let report = work.json(&[
+            "bench",
+            "gen",
+            "--from",
+            from.to_str().unwrap(),
+            "--records",
+            "300",
+            "--queries",
+            "30",
+            "--seed",
+            "7",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        (out, report)
+    };
+    let (first, report) = gen("a");
+    assert_eq!(report["records"], 300);
+    assert_eq!(report["queries"], 30);
+    let (second, _) = gen("b");
+    for file in ["corpus.jsonl", "queries.jsonl", "qrels/test.tsv"] {
+        assert_eq!(
+            std::fs::read(first.join(file)).unwrap(),
+            std::fs::read(second.join(file)).unwrap(),
+            "{file} differs between two runs with the same seed"
+        );
+    }
+    let eval = work.json(&[
+        "eval",
+        "--corpus",
+        first.to_str().unwrap(),
+        "--group-by",
+        "type",
+    ]);
+    assert_eq!(eval["documents"], 300);
+    assert_eq!(eval["queries"], 30);
+    assert!(eval["recall_at_100"].as_f64().unwrap() > 0.5, "{eval}");
+}
+
+#[test]
+fn a_folder_without_transcripts_is_a_clear_error() {
+    let work = TestStore::uninitialised();
+    let out = work
+        .cmd()
+        .args(["bench", "gen", "--from"])
+        .arg(work.dir.path())
+        .args(["--out"])
+        .arg(work.dir.path().join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no transcripts found"));
+}
