@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use knowledge_db::error::Origin;
 use knowledge_db::record::{parse_record, ParseOptions};
+use knowledge_db::search::RankOptions;
 use knowledge_db::{Filters, SearchEngine, Store};
 use serde_json::json;
 
@@ -28,7 +29,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .into_iter()
         .map(|value| parse_record(value, &Origin::file("example"), &options))
         .collect::<Result<Vec<_>, _>>()?;
-    let report = store.add(records, Duration::from_secs(5))?;
+    let report = store.add(records, None, Duration::from_secs(5))?;
     println!("added {} records", report.added);
 
     let engine = SearchEngine::new(&store)?;
@@ -38,7 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "rate limit redis",
         "make migrate",
     ] {
-        let answer = engine.search(query, 1, &Filters::default())?;
+        let answer = engine.search(query, 1, &Filters::default(), &RankOptions::default())?;
         match answer.results.first() {
             Some(hit) => println!("{query:>18} -> {} ({})", hit.id, hit.citation),
             None => println!(

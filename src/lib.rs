@@ -11,6 +11,8 @@
 //! - [`record`]: the data model and the input formats agents write;
 //! - [`store`]: the on-disk store, its config, writer lock and durability;
 //! - [`index`]: the tantivy schema and the tokenizer;
+//! - [`embed`]: local embeddings (all-MiniLM-L6-v2 on ONNX Runtime);
+//! - [`vectors`]: the vector side of search, aligned with the text index;
 //! - [`search`]: queries, filters, snippets, batch search;
 //! - [`eval`]: BEIR evaluation, the yardstick for ranking changes;
 //! - [`bench`]: realistic corpora generated from real agent transcripts;
@@ -34,10 +36,10 @@
 //!     "key_files": ["src/config/loader.rs"]
 //! });
 //! let record = parse_record(segment, &Origin::file("example"), &ParseOptions::default())?;
-//! store.add(vec![record], Duration::from_secs(5))?;
+//! store.add(vec![record], None, Duration::from_secs(5))?;
 //!
 //! let engine = SearchEngine::new(&store)?;
-//! let answer = engine.search("parse config E0502", 5, &Filters::default())?;
+//! let answer = engine.search("parse config E0502", 5, &Filters::default(), &Default::default())?;
 //! assert_eq!(answer.results[0].id, "seg-1");
 //! # Ok(())
 //! # }
@@ -45,12 +47,14 @@
 
 pub mod bench;
 pub mod cli;
+pub mod embed;
 pub mod error;
 pub mod eval;
 pub mod index;
 pub mod record;
 pub mod search;
 pub mod store;
+pub mod vectors;
 
 pub use error::{Error, Result};
 pub use record::{Kind, Record};

@@ -44,6 +44,8 @@ fn generated_corpora_are_exact_deterministic_and_evaluable() {
         first.to_str().unwrap(),
         "--group-by",
         "type",
+        "--mode",
+        "bm25",
     ]);
     assert_eq!(eval["documents"], 300);
     assert_eq!(eval["queries"], 30);

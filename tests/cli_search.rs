@@ -34,7 +34,7 @@ fn code_identifiers_are_findable() {
 #[test]
 fn results_carry_scores_snippets_highlights_and_citations() {
     let store = sample_store();
-    let out = store.json(&["search", "refresh token"]);
+    let out = store.json(&["search", "refresh token", "--mode", "bm25"]);
     let hit = &out["results"][0];
     assert_eq!(hit["id"], "seg-auth-0001");
     assert_eq!(hit["rank"], 1);
@@ -56,7 +56,8 @@ fn results_carry_scores_snippets_highlights_and_citations() {
         snippet[s..e].to_lowercase().contains("refresh")
             || snippet[s..e].to_lowercase().contains("token")
     );
-    assert_eq!(out["vector"], "unavailable");
+    assert_eq!(out["vector"], "off");
+    assert_eq!(hit["scores"]["bm25_rank"], 1);
 }
 
 #[test]

@@ -49,12 +49,12 @@ fn a_store_of_another_format_version_is_refused() {
     let text = std::fs::read_to_string(&config).unwrap();
     std::fs::write(
         &config,
-        text.replace("format_version = 1", "format_version = 99"),
+        text.replace("format_version = 2", "format_version = 99"),
     )
     .unwrap();
     store.cmd().arg("stats").assert().code(1).stderr(
         predicate::str::contains("format version 99")
-            .and(predicate::str::contains("reads version 1")),
+            .and(predicate::str::contains("reads version 2")),
     );
 }
 
@@ -200,7 +200,7 @@ fn stats_counts_by_kind_tier_and_namespace() {
         json!({"message": 2, "note": 2, "segment": 3, "task": 3})
     );
     assert_eq!(stats["by_tier"], json!({"l2": 10}));
-    assert_eq!(stats["format_version"], 1);
+    assert_eq!(stats["format_version"], 2);
     assert!(stats["text_index_bytes"].as_u64().unwrap() > 0);
     assert_eq!(stats["oldest"], "2026-01-05T10:42:00Z");
 }

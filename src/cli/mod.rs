@@ -13,12 +13,14 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::embed::{Embedder, FastEmbedder};
 use crate::error::Error;
 use crate::eval::{evaluate, EvalOptions};
 use crate::record::{Kind, ParseOptions};
 use crate::search::batch::{read_queries, run_batch};
+use crate::search::fusion::Fusion;
 use crate::search::time::parse_bound;
-use crate::search::{Filters, SearchEngine};
+use crate::search::{Filters, Mode, RankOptions, SearchEngine};
 use crate::store::add::add_paths;
 use crate::store::{default_root, Store};
 
@@ -84,6 +86,13 @@ enum Command {
     #[command(after_help = "Example:\n  knowledge-db stats --json")]
     Stats(JsonFlag),
 
+    /// Compute vectors for records stored without one (`add --embed later`, or
+    /// added before the model was installed).
+    #[command(
+        after_help = "Example:\n  knowledge-db add notes.jsonl --embed later && knowledge-db embed"
+    )]
+    Embed(EmbedArgs),
+
     /// Measure retrieval quality and speed on a BEIR folder.
     ///
     /// Builds a temporary store from corpus.jsonl, runs every judged query from
@@ -140,6 +149,11 @@ struct AddArgs {
     #[arg(long, value_name = "SECS")]
     lock_timeout: Option<f64>,
 
+    /// Embed now (default), or later: write for BM25 at once and let
+    /// `knowledge-db embed` add the vectors
+    #[arg(long, value_enum, default_value_t = EmbedWhen::Now)]
+    embed: EmbedWhen,
+
     /// Validate only; write nothing
     #[arg(long)]
     dry_run: bool,
@@ -147,6 +161,45 @@ struct AddArgs {
     /// Print JSON instead of text
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum EmbedWhen {
+    Now,
+    Later,
+}
+
+/// Ranking flags shared by `search` and `eval`.
+#[derive(Debug, Clone, Args)]
+struct RankArgs {
+    /// Retrievers: bm25 (words), vector (meaning) or hybrid (both, fused)
+    #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
+    mode: Mode,
+
+    /// How hybrid mode fuses the two rankings
+    #[arg(long, value_enum, default_value_t = Fusion::Rrf)]
+    fusion: Fusion,
+
+    /// Weight of the vector side in linear fusion (0 = BM25 only, 1 = vector only)
+    #[arg(long, default_value_t = 0.5, value_parser = parse_alpha)]
+    alpha: f32,
+}
+
+impl RankArgs {
+    fn options(&self) -> RankOptions {
+        RankOptions {
+            mode: self.mode,
+            fusion: self.fusion,
+            alpha: self.alpha,
+        }
+    }
+}
+
+fn parse_alpha(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(a) if (0.0..=1.0).contains(&a) => Ok(a),
+        _ => Err(format!("`{text}` is not a number from 0 to 1")),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -194,6 +247,13 @@ struct SearchArgs {
     /// With --queries: search each query's own namespace, named by metadata.FIELD
     #[arg(long, value_name = "FIELD", requires = "queries")]
     scope_field: Option<String>,
+
+    #[command(flatten)]
+    rank: RankArgs,
+
+    /// Show each result's BM25 score and rank, vector similarity and rank, and fused score
+    #[arg(long)]
+    explain: bool,
 
     /// Print JSON instead of text
     #[arg(long)]
@@ -246,6 +306,21 @@ struct DeleteArgs {
 }
 
 #[derive(Debug, Args)]
+struct EmbedArgs {
+    /// Records embedded and committed at a time
+    #[arg(long, default_value_t = 256)]
+    batch: usize,
+
+    /// Seconds to wait for another writer [default: from config.toml, 30]
+    #[arg(long, value_name = "SECS")]
+    lock_timeout: Option<f64>,
+
+    /// Print JSON instead of text
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
 struct EvalArgs {
     /// BEIR folder with corpus.jsonl, queries.jsonl and qrels/*.tsv
     #[arg(long, value_name = "DIR")]
@@ -266,6 +341,13 @@ struct EvalArgs {
     /// Also report quality per value of the queries' metadata.FIELD (e.g. category)
     #[arg(long, value_name = "FIELD")]
     group_by: Option<String>,
+
+    #[command(flatten)]
+    rank: RankArgs,
+
+    /// Measure BM25, vector, RRF and linear fusion (alpha 0.3, 0.5, 0.7) side by side
+    #[arg(long)]
+    compare: bool,
 
     /// Print JSON instead of text
     #[arg(long)]
@@ -342,6 +424,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Get(args) => get(&root, args),
         Command::Delete(args) => delete(&root, args),
         Command::Stats(args) => stats(&root, args.json),
+        Command::Embed(args) => embed(&root, args),
         Command::Eval(args) => eval(args),
         Command::Bench(BenchCommand::Gen(args)) => bench_gen(args),
     }
@@ -393,11 +476,22 @@ fn add(root: &std::path::Path, args: AddArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
+    let mut embedder = match args.embed {
+        EmbedWhen::Now => match load_embedder() {
+            Ok(embedder) => Some(embedder),
+            Err(why) => {
+                eprintln!("note: {why}; adding for BM25 search only (run `knowledge-db embed` once the model is installed)");
+                None
+            }
+        },
+        EmbedWhen::Later => None,
+    };
     let summary = add_paths(
         &store,
         &args.paths,
         &mut stdin,
         &options,
+        embedder.as_mut().map(|e| e.as_mut() as &mut dyn Embedder),
         store.lock_timeout(args.lock_timeout),
     )?;
     spinner.finish_and_clear();
@@ -419,7 +513,8 @@ fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result<ExitCode> 
         until: args.until,
         file: args.file.clone(),
     };
-    let engine = SearchEngine::new(&store)?;
+    let rank = args.rank.options();
+    let engine = engine_for(&store, &rank)?;
     if let Some(path) = &args.queries {
         let queries = read_queries(path)?;
         let stdout = std::io::stdout();
@@ -429,6 +524,7 @@ fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result<ExitCode> 
             &queries,
             args.k,
             &filters,
+            &rank,
             args.scope_field.as_deref(),
             |result| {
                 serde_json::to_writer(&mut out, &result)
@@ -440,11 +536,11 @@ fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result<ExitCode> 
         return Ok(ExitCode::SUCCESS);
     }
     let query = args.query.as_deref().unwrap_or_default();
-    let response = engine.search(query, args.k, &filters)?;
+    let response = engine.search(query, args.k, &filters, &rank)?;
     if args.json {
         output::print_json(&response)?;
     } else {
-        output::print_search(&response, std::io::stdout().is_terminal());
+        output::print_search(&response, std::io::stdout().is_terminal(), args.explain);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -520,9 +616,20 @@ fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
         no_scope: args.no_scope,
         store_dir: args.keep_store.clone(),
         group_by: args.group_by.clone(),
+        runs: if args.compare {
+            crate::eval::comparison_runs()
+        } else {
+            vec![args.rank.options()]
+        },
+    };
+    let needs_vectors = options.runs.iter().any(|r| r.mode != Mode::Bm25);
+    let embedder = if needs_vectors {
+        load_embedder()
+    } else {
+        Err("not used in --mode bm25".to_string())
     };
     let bar = output::progress_bar();
-    let report = evaluate(&options, &mut |phase, done, total| {
+    let report = evaluate(&options, embedder, &mut |phase, done, total| {
         bar.set_message(phase.to_string());
         bar.set_length(total as u64);
         bar.set_position(done as u64);
@@ -534,6 +641,54 @@ fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
         output::print_eval(&report);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn embed(root: &std::path::Path, args: EmbedArgs) -> anyhow::Result<ExitCode> {
+    let store = Store::open(root)?;
+    let mut embedder = load_embedder().map_err(anyhow::Error::msg)?;
+    let bar = output::progress_bar();
+    bar.set_message("embedding");
+    let started = std::time::Instant::now();
+    let done = store.embed_missing(
+        embedder.as_mut(),
+        args.batch,
+        store.lock_timeout(args.lock_timeout),
+        &mut |done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        },
+    )?;
+    bar.finish_and_clear();
+    let seconds = started.elapsed().as_secs_f64();
+    if args.json {
+        output::print_json(&serde_json::json!({"embedded": done, "seconds": seconds}))?;
+    } else {
+        println!("embedded {done} records in {seconds:.1}s");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The real embedder, or why it cannot be loaded.
+fn load_embedder() -> Result<Box<dyn Embedder>, String> {
+    FastEmbedder::load_default()
+        .map(|e| Box::new(e) as Box<dyn Embedder>)
+        .map_err(|e| e.to_string())
+}
+
+/// A search engine for `rank`: BM25 alone needs no model; otherwise the model is
+/// loaded only if the store has vectors to compare with.
+fn engine_for(store: &Store, rank: &RankOptions) -> anyhow::Result<SearchEngine> {
+    if rank.mode == Mode::Bm25 {
+        return Ok(SearchEngine::new(store)?);
+    }
+    let searcher = store.reader()?.searcher();
+    let coverage = crate::vectors::coverage(&searcher)?;
+    let embedder = if coverage.with_vector == 0 && coverage.without_vector > 0 {
+        Err("no record in the store has a vector yet (run `knowledge-db embed`)".to_string())
+    } else {
+        load_embedder()
+    };
+    Ok(SearchEngine::with_embedder(store, embedder)?)
 }
 
 fn bench_gen(args: GenArgs) -> anyhow::Result<ExitCode> {

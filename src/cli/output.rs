@@ -87,6 +87,12 @@ pub fn print_add_summary(s: &AddSummary) {
         r.unchanged,
         s.seconds
     );
+    if r.embedded + r.vectors_reused + r.without_vector > 0 {
+        println!(
+            "vectors: {} embedded, {} reused from identical texts, {} records without a vector",
+            r.embedded, r.vectors_reused, r.without_vector
+        );
+    }
     if !r.duplicate_ids.is_empty() {
         eprintln!(
             "note: {} ids appeared more than once; the last version of each was kept (e.g. {})",
@@ -104,10 +110,16 @@ pub fn print_add_summary(s: &AddSummary) {
 }
 
 /// Ranked results; matched terms in bold on a terminal, `**term**` otherwise.
-pub fn print_search(response: &SearchResponse, color: bool) {
+pub fn print_search(response: &SearchResponse, color: bool, explain: bool) {
     if let Some(why) = &response.explanation {
         println!("no results: {why}");
         return;
+    }
+    if response.vector.starts_with("unavailable") {
+        eprintln!("note: BM25 only; vectors {}", response.vector);
+    }
+    if let Some(waiting) = response.records_without_vector {
+        eprintln!("note: {waiting} records have no vector yet and were matched by BM25 only (run `knowledge-db embed`)");
     }
     for hit in &response.results {
         let title = if hit.title.is_empty() {
@@ -134,6 +146,19 @@ pub fn print_search(response: &SearchResponse, color: bool) {
             );
         }
         println!("   {}", meta.join(" · "));
+        if explain {
+            let part = |score: Option<f32>, rank: Option<usize>, digits: usize| match (score, rank)
+            {
+                (Some(s), Some(r)) => format!("{s:.digits$} (#{r})"),
+                _ => "-".to_string(),
+            };
+            println!(
+                "   bm25 {} · vector {} · fused {:.4}",
+                part(hit.scores.bm25, hit.scores.bm25_rank, 2),
+                part(hit.scores.vector, hit.scores.vector_rank, 3),
+                hit.scores.fused
+            );
+        }
         if !hit.snippet.is_empty() {
             println!(
                 "   {}",
@@ -203,27 +228,69 @@ pub fn print_stats(s: &Stats) {
 type Metric = fn(&Quality) -> f64;
 
 pub fn print_eval(r: &EvalReport) {
+    let h = &r.headline;
     println!("dataset   {}", r.dataset);
     println!(
         "corpus    {} documents, {} judged queries{}",
         r.documents,
-        r.quality.queries,
+        h.quality.queries,
         r.scope_field
             .as_ref()
             .map(|f| format!(", each scoped by metadata.{f}"))
             .unwrap_or_default()
     );
+    println!("vectors   {}", r.vector);
     println!();
-    let mut columns = vec![("all".to_string(), &r.quality)];
-    columns.extend(r.groups.iter().map(|(name, q)| (name.clone(), q)));
+    if r.comparison.is_empty() {
+        println!("ranking   {}", h.label());
+        let mut columns = vec![("all".to_string(), &h.quality)];
+        columns.extend(h.groups.iter().map(|(name, q)| (name.clone(), q)));
+        print_quality_table(&columns, !h.groups.is_empty());
+    } else {
+        let columns: Vec<(String, &Quality)> = r
+            .comparison
+            .iter()
+            .map(|run| (run.label(), &run.quality))
+            .collect();
+        print_quality_table(&columns, false);
+        let latencies: Vec<String> = r
+            .comparison
+            .iter()
+            .map(|run| format!("{:>12.2}", run.latency_ms_p50))
+            .collect();
+        println!("| p50 ms     | {} |", latencies.join(" | "));
+    }
+    println!();
+    println!(
+        "search latency  p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({})",
+        h.latency_ms_p50,
+        h.latency_ms_p95,
+        h.latency_ms_p99,
+        h.label()
+    );
+    if r.add_seconds > 0.0 {
+        println!(
+            "add             {:.0} records/s ({:.2}s, {} texts embedded)",
+            r.add_records_per_second, r.add_seconds, r.embedded
+        );
+    }
+}
+
+fn print_quality_table(columns: &[(String, &Quality)], with_counts: bool) {
+    let width = columns
+        .iter()
+        .map(|(n, _)| n.len())
+        .max()
+        .unwrap_or(8)
+        .max(8);
     let header: Vec<String> = columns
         .iter()
-        .map(|(name, _)| format!("{name:>8}"))
+        .map(|(name, _)| format!("{name:>width$}"))
         .collect();
     println!("| metric     | {} |", header.join(" | "));
     println!(
         "|------------|{}|",
-        vec!["----------"; columns.len()].join("|")
+        vec!["-".repeat(width + 2); columns.len()].join("|")
     );
     let rows: [(&str, Metric); 5] = [
         ("nDCG@10", |q| q.ndcg_at_10),
@@ -235,26 +302,17 @@ pub fn print_eval(r: &EvalReport) {
     for (name, metric) in rows {
         let cells: Vec<String> = columns
             .iter()
-            .map(|(_, q)| format!("{:>8.4}", metric(q)))
+            .map(|(_, q)| format!("{:>width$.4}", metric(q)))
             .collect();
         println!("| {name:<10} | {} |", cells.join(" | "));
     }
-    if !r.groups.is_empty() {
+    if with_counts {
         let counts: Vec<String> = columns
             .iter()
-            .map(|(_, q)| format!("{:>8}", q.queries))
+            .map(|(_, q)| format!("{:>width$}", q.queries))
             .collect();
         println!("| queries    | {} |", counts.join(" | "));
     }
-    println!();
-    println!(
-        "search latency  p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms",
-        r.latency_ms_p50, r.latency_ms_p95, r.latency_ms_p99
-    );
-    println!(
-        "add             {:.0} records/s ({:.2}s)",
-        r.add_records_per_second, r.add_seconds
-    );
 }
 
 #[cfg(test)]

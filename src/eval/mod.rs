@@ -16,10 +16,12 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::record::ParseOptions;
 use crate::search::batch::{read_queries, run_batch, BatchQuery};
-use crate::search::{Filters, SearchEngine};
+use crate::search::fusion::Fusion;
+use crate::search::{Filters, Mode, RankOptions, SearchEngine};
 use crate::store::add::add_paths;
 use crate::store::Store;
 
@@ -32,16 +34,19 @@ pub struct EvalReport {
     pub dataset: String,
     pub documents: usize,
     pub scope_field: Option<String>,
+    /// Whether vectors took part: `used`, or why not.
+    pub vector: String,
+    /// The first (or only) ranking measured.
     #[serde(flatten)]
-    pub quality: Quality,
-    /// Quality per value of `metadata.GROUP_BY` (e.g. LoCoMo's question category).
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub groups: BTreeMap<String, Quality>,
-    pub latency_ms_p50: f64,
-    pub latency_ms_p95: f64,
-    pub latency_ms_p99: f64,
+    pub headline: RunReport,
+    /// Every ranking measured, with `--compare`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub comparison: Vec<RunReport>,
+    /// Time to add the corpus (0 when an existing store was reused).
     pub add_seconds: f64,
     pub add_records_per_second: f64,
+    /// Texts embedded while adding.
+    pub embedded: usize,
 }
 
 /// Mean retrieval quality over a set of queries.
@@ -90,15 +95,45 @@ pub struct EvalOptions {
     pub scope_field: Option<String>,
     /// Never scope, even if a field is detected.
     pub no_scope: bool,
-    /// Build the store here (kept) instead of a temporary folder.
+    /// Build the store here and keep it; an existing store there is reused as is.
     pub store_dir: Option<PathBuf>,
     /// Also report quality per value of this query metadata field.
     pub group_by: Option<String>,
+    /// The rankings to measure; the first is the headline.
+    pub runs: Vec<RankOptions>,
+}
+
+/// Quality and latency of one ranking configuration.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    pub mode: Mode,
+    pub fusion: Option<Fusion>,
+    pub alpha: Option<f32>,
+    #[serde(flatten)]
+    pub quality: Quality,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub groups: BTreeMap<String, Quality>,
+    pub latency_ms_p50: f64,
+    pub latency_ms_p95: f64,
+    pub latency_ms_p99: f64,
+}
+
+impl RunReport {
+    /// `bm25`, `vector`, `rrf`, `linear a=0.3`.
+    pub fn label(&self) -> String {
+        match (self.mode, self.fusion, self.alpha) {
+            (Mode::Hybrid, Some(Fusion::Linear), Some(a)) => format!("linear a={a}"),
+            (Mode::Hybrid, Some(Fusion::Rrf), _) => "rrf".into(),
+            (Mode::Vector, ..) => "vector".into(),
+            _ => "bm25".into(),
+        }
+    }
 }
 
 /// Runs an evaluation; `progress` hears about phases ("adding", "searching").
 pub fn evaluate(
     options: &EvalOptions,
+    embedder: std::result::Result<Box<dyn Embedder>, String>,
     progress: &mut dyn FnMut(&str, usize, usize),
 ) -> Result<EvalReport> {
     let dir = &options.corpus_dir;
@@ -122,20 +157,31 @@ pub fn evaluate(
             temp.path().join("store")
         }
     };
-    let store = Store::init(&store_dir)?;
-    progress("adding", 0, 0);
-    let parse = ParseOptions {
-        namespace_field: scope_field.clone(),
-        added_at: crate::now_rfc3339(),
-        ..ParseOptions::default()
+    let mut embedder = embedder;
+    let (store, added) = if store_dir.join("config.toml").exists() {
+        (Store::open(&store_dir)?, None)
+    } else {
+        let store = Store::init(&store_dir)?;
+        progress("adding", 0, 0);
+        let parse = ParseOptions {
+            namespace_field: scope_field.clone(),
+            added_at: crate::now_rfc3339(),
+            ..ParseOptions::default()
+        };
+        let model = embedder
+            .as_mut()
+            .ok()
+            .map(|e| e.as_mut() as &mut dyn Embedder);
+        let added = add_paths(
+            &store,
+            &[corpus],
+            &mut std::io::empty(),
+            &parse,
+            model,
+            Duration::from_secs(30),
+        )?;
+        (store, Some(added))
     };
-    let added = add_paths(
-        &store,
-        &[corpus],
-        &mut std::io::empty(),
-        &parse,
-        Duration::from_secs(30),
-    )?;
 
     let judged: Vec<BatchQuery> = queries
         .into_iter()
@@ -145,7 +191,78 @@ pub fn evaluate(
                 .is_some_and(|r| r.values().any(|&v| v > 0.0))
         })
         .collect();
-    let engine = SearchEngine::new(&store)?;
+    let engine = SearchEngine::with_embedder(&store, embedder)?;
+    let runs = runs_possible(&options.runs, engine.vector_status() == "used");
+    let mut reports = Vec::with_capacity(runs.len());
+    for rank in &runs {
+        reports.push(run_queries(
+            &engine,
+            &judged,
+            &qrels,
+            rank,
+            scope_field.as_deref(),
+            options,
+            progress,
+        )?);
+    }
+    let Some(headline) = reports.first().cloned() else {
+        return Err(Error::Usage(format!(
+            "nothing to evaluate: vectors are {}",
+            engine.vector_status()
+        )));
+    };
+    let documents = store.stats()?.records as usize;
+    Ok(EvalReport {
+        dataset: dir.display().to_string(),
+        documents,
+        scope_field,
+        vector: engine.vector_status().to_string(),
+        headline,
+        comparison: if reports.len() > 1 {
+            reports
+        } else {
+            Vec::new()
+        },
+        add_seconds: added.as_ref().map_or(0.0, |a| a.seconds),
+        add_records_per_second: added
+            .as_ref()
+            .map_or(0.0, |a| a.records as f64 / a.seconds.max(1e-9)),
+        embedded: added.as_ref().map_or(0, |a| a.report.embedded),
+    })
+}
+
+/// The runs asked for, as they can run: without vectors, hybrid is BM25 (as in
+/// `search`) and vector-only runs are dropped.
+fn runs_possible(asked: &[RankOptions], vectors: bool) -> Vec<RankOptions> {
+    let asked = if asked.is_empty() {
+        vec![RankOptions::default()]
+    } else {
+        asked.to_vec()
+    };
+    if vectors {
+        return asked;
+    }
+    let bm25 = RankOptions {
+        mode: Mode::Bm25,
+        ..Default::default()
+    };
+    if asked.iter().any(|r| r.mode != Mode::Vector) {
+        vec![bm25]
+    } else {
+        Vec::new()
+    }
+}
+
+/// Runs every judged query with one ranking and measures it.
+fn run_queries(
+    engine: &SearchEngine,
+    judged: &[BatchQuery],
+    qrels: &HashMap<String, HashMap<String, f64>>,
+    rank: &RankOptions,
+    scope_field: Option<&str>,
+    options: &EvalOptions,
+    progress: &mut dyn FnMut(&str, usize, usize),
+) -> Result<RunReport> {
     let total = judged.len();
     let group_of: HashMap<&str, String> = match &options.group_by {
         Some(field) => judged
@@ -158,11 +275,12 @@ pub fn evaluate(
     let mut groups: BTreeMap<String, Quality> = BTreeMap::new();
     let mut latencies = Vec::with_capacity(total);
     run_batch(
-        &engine,
-        &judged,
+        engine,
+        judged,
         DEPTH,
         &Filters::default(),
-        scope_field.as_deref(),
+        rank,
+        scope_field,
         |result| {
             let ranked: Vec<String> = result.results.into_iter().map(|r| r.id).collect();
             if let Some(rels) = qrels.get(&result.query_id) {
@@ -176,18 +294,45 @@ pub fn evaluate(
             Ok(())
         },
     )?;
-    Ok(EvalReport {
-        dataset: dir.display().to_string(),
-        documents: added.records,
-        scope_field,
+    let hybrid = rank.mode == Mode::Hybrid;
+    Ok(RunReport {
+        mode: rank.mode,
+        fusion: hybrid.then_some(rank.fusion),
+        alpha: (hybrid && rank.fusion == Fusion::Linear).then_some(rank.alpha),
         quality: overall.finish(),
         groups: groups.into_iter().map(|(k, q)| (k, q.finish())).collect(),
         latency_ms_p50: metrics::percentile(&latencies, 50.0),
         latency_ms_p95: metrics::percentile(&latencies, 95.0),
         latency_ms_p99: metrics::percentile(&latencies, 99.0),
-        add_seconds: added.seconds,
-        add_records_per_second: added.records as f64 / added.seconds.max(1e-9),
     })
+}
+
+/// The rankings `--compare` measures: each retriever alone, RRF, and linear
+/// fusion at several weights.
+pub fn comparison_runs() -> Vec<RankOptions> {
+    let mut runs = vec![
+        RankOptions {
+            mode: Mode::Bm25,
+            ..Default::default()
+        },
+        RankOptions {
+            mode: Mode::Vector,
+            ..Default::default()
+        },
+        RankOptions {
+            mode: Mode::Hybrid,
+            fusion: Fusion::Rrf,
+            alpha: 0.5,
+        },
+    ];
+    for alpha in [0.3, 0.5, 0.7] {
+        runs.push(RankOptions {
+            mode: Mode::Hybrid,
+            fusion: Fusion::Linear,
+            alpha,
+        });
+    }
+    runs
 }
 
 /// Relevance judgements: query id → document id → grade, from every `*.tsv`.

@@ -36,6 +36,9 @@ pub struct IndexFields {
     pub timestamp: Field,
     pub hash: Field,
     pub record: Field,
+    pub embedding: Field,
+    pub text_hash: Field,
+    pub has_vector: Field,
 }
 
 /// The searchable text fields with their names, in the order results explain them.
@@ -75,6 +78,12 @@ impl IndexFields {
         );
         builder.add_u64_field("hash", NumericOptions::default().set_fast());
         builder.add_text_field("record", STORED);
+        // The embedding (little-endian f32) of `text_hash`'s text; `has_vector` finds
+        // records still waiting for one.
+        builder.add_bytes_field("embedding", STORED);
+        let indexed_fast = NumericOptions::default().set_indexed().set_fast();
+        builder.add_u64_field("text_hash", indexed_fast.clone());
+        builder.add_u64_field("has_vector", indexed_fast);
         builder.build()
     }
 
@@ -102,6 +111,9 @@ impl IndexFields {
             timestamp: get("timestamp")?,
             hash: get("hash")?,
             record: get("record")?,
+            embedding: get("embedding")?,
+            text_hash: get("text_hash")?,
+            has_vector: get("has_vector")?,
         })
     }
 
@@ -117,8 +129,13 @@ impl IndexFields {
         ]
     }
 
-    /// The tantivy document for a record.
-    pub fn document(&self, record: &Record, hash: u64) -> Result<TantivyDocument> {
+    /// The tantivy document for a record, with its embedding if it has one.
+    pub fn document(
+        &self,
+        record: &Record,
+        hash: u64,
+        vector: &VectorField,
+    ) -> Result<TantivyDocument> {
         let mut doc = TantivyDocument::default();
         let f = &record.fields;
         doc.add_text(self.id, &record.id);
@@ -144,6 +161,14 @@ impl IndexFields {
             doc.add_date(self.timestamp, DateTime::from_timestamp_secs(secs));
         }
         doc.add_u64(self.hash, hash);
+        doc.add_u64(self.text_hash, vector.text_hash);
+        match &vector.embedding {
+            Some(v) => {
+                doc.add_bytes(self.embedding, &crate::vectors::encode(v));
+                doc.add_u64(self.has_vector, 1);
+            }
+            None => doc.add_u64(self.has_vector, 0),
+        }
         let json = serde_json::to_string(record).map_err(|e| Error::CorruptRecord {
             id: record.id.clone(),
             message: e.to_string(),
@@ -175,6 +200,13 @@ impl IndexFields {
             })?;
         Ok(record)
     }
+}
+
+/// The embedding part of a document: the hash of the embedded text and its vector.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VectorField {
+    pub text_hash: u64,
+    pub embedding: Option<Vec<f32>>,
 }
 
 /// Registers the code analyzer with an index (tokenizers are not persisted).

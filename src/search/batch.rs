@@ -12,7 +12,7 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Filters, SearchEngine};
+use super::{Filters, RankOptions, SearchEngine};
 use crate::error::{Error, InputError, InputErrors, Origin, Result};
 
 /// One query of a batch.
@@ -107,6 +107,7 @@ pub fn run_batch(
     queries: &[BatchQuery],
     k: usize,
     filters: &Filters,
+    rank: &RankOptions,
     scope_field: Option<&str>,
     mut on_result: impl FnMut(BatchResult) -> Result<()>,
 ) -> Result<()> {
@@ -116,7 +117,7 @@ pub fn run_batch(
             filters.namespace = query.scope(field).or(filters.namespace);
         }
         let started = Instant::now();
-        let ranked = engine.search_ids(&query.text, k, &filters)?;
+        let ranked = engine.search_ids(&query.text, k, &filters, rank)?;
         let took_ms = started.elapsed().as_secs_f64() * 1000.0;
         on_result(BatchResult {
             query_id: query.id.clone(),

@@ -8,6 +8,7 @@
 //! changing scores. A search that finds nothing says why.
 
 pub mod batch;
+pub mod fusion;
 pub mod time;
 
 use std::ops::Bound;
@@ -23,11 +24,15 @@ use tantivy::snippet::SnippetGenerator;
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{DateTime, DocAddress, Searcher, TantivyDocument, Term};
 
+use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::index::{tokenizer, IndexFields};
 use crate::record::parse::format_time;
 use crate::record::{Kind, Record};
 use crate::store::Store;
+use crate::vectors::VectorIndex;
+use fusion::Fusion;
+use std::sync::Mutex;
 
 /// Most distinct query terms used; the rest of a very long query is ignored.
 pub const MAX_QUERY_TERMS: usize = 1024;
@@ -76,11 +81,49 @@ impl Filters {
     }
 }
 
-/// Score parts of a result: BM25 now; the vector part arrives with embeddings.
+/// Which retrievers rank the results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Words, identifiers and file names (BM25)
+    Bm25,
+    /// Meaning (embedding similarity)
+    Vector,
+    /// Both, fused
+    Hybrid,
+}
+
+/// How results are ranked: retrievers, fusion method and its weight.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct RankOptions {
+    pub mode: Mode,
+    pub fusion: Fusion,
+    /// Weight of the vector side in linear fusion, 0..=1.
+    pub alpha: f32,
+}
+
+impl Default for RankOptions {
+    fn default() -> Self {
+        RankOptions {
+            mode: Mode::Hybrid,
+            fusion: Fusion::Rrf,
+            alpha: 0.5,
+        }
+    }
+}
+
+/// Candidates each retriever contributes to fusion.
+const FUSION_DEPTH: usize = 100;
+
+/// Score parts of a result: each retriever's score and rank, and the fused score.
 #[derive(Debug, Clone, Serialize)]
 pub struct ScoreParts {
-    pub bm25: f32,
+    pub bm25: Option<f32>,
+    pub bm25_rank: Option<usize>,
+    /// Cosine similarity of the query and record embeddings.
     pub vector: Option<f32>,
+    pub vector_rank: Option<usize>,
+    pub fused: f32,
 }
 
 /// One ranked result.
@@ -119,8 +162,19 @@ pub struct SearchResponse {
     /// Why there are no results, when there are none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explanation: Option<String>,
-    pub vector: &'static str,
+    /// What the vector side did: `used`, `off`, or `unavailable: <why>`.
+    pub vector: String,
+    /// Records that match no vector yet (added with `--embed later` or without a model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub records_without_vector: Option<u64>,
     pub took_ms: f64,
+}
+
+/// The vector half of an engine: the store's vectors and the query embedder.
+struct VectorSide {
+    index: VectorIndex,
+    embedder: Mutex<Box<dyn Embedder>>,
+    without_vector: u64,
 }
 
 /// A searcher over one commit of a store, reused across many queries.
@@ -132,9 +186,13 @@ pub struct SearchEngine {
     boosts: [f32; 6],
     analyzer: TextAnalyzer,
     max_query_bytes: usize,
+    vectors: Option<VectorSide>,
+    /// Why there is no vector side, when there is none.
+    vector_unavailable: String,
 }
 
 impl SearchEngine {
+    /// A BM25-only engine.
     pub fn new(store: &Store) -> Result<SearchEngine> {
         let searcher = store.reader()?.searcher();
         let id_columns = searcher
@@ -149,57 +207,194 @@ impl SearchEngine {
             boosts: store.config().ranking.boosts(),
             analyzer: tokenizer::analyzer(),
             max_query_bytes: store.config().limits.max_query_bytes,
+            vectors: None,
+            vector_unavailable: "unavailable: no embedding model loaded".into(),
         })
+    }
+
+    /// An engine with both halves, when `embedder` loaded; otherwise BM25 only,
+    /// remembering why.
+    pub fn with_embedder(
+        store: &Store,
+        embedder: std::result::Result<Box<dyn Embedder>, String>,
+    ) -> Result<SearchEngine> {
+        let mut engine = SearchEngine::new(store)?;
+        match embedder {
+            Ok(embedder) => {
+                let index = VectorIndex::open(
+                    store.root(),
+                    &engine.searcher,
+                    &engine.fields,
+                    embedder.dim(),
+                )?;
+                let without_vector = crate::vectors::coverage(&engine.searcher)?.without_vector;
+                engine.vectors = Some(VectorSide {
+                    index,
+                    embedder: Mutex::new(embedder),
+                    without_vector,
+                });
+            }
+            Err(why) => engine.vector_unavailable = format!("unavailable: {why}"),
+        }
+        Ok(engine)
+    }
+
+    /// `used` when the vector side can run, else why not.
+    pub fn vector_status(&self) -> &str {
+        if self.vectors.is_some() {
+            "used"
+        } else {
+            &self.vector_unavailable
+        }
     }
 
     pub fn num_records(&self) -> u64 {
         self.searcher.num_docs()
     }
 
-    /// Ranked ids and scores only: the fast path for batch runs and evaluation.
+    /// Ranked ids and fused scores only: the fast path for batch runs and evaluation.
     pub fn search_ids(
         &self,
         query: &str,
         k: usize,
         filters: &Filters,
+        rank: &RankOptions,
     ) -> Result<Vec<(String, f32)>> {
         self.check_query(query)?;
         let terms = self.query_terms(query);
-        let top = self.top_docs(&self.text_query(&terms), filters, k)?;
-        top.into_iter()
-            .map(|(score, address)| Ok((self.id_of(address)?, score)))
+        let ranked = self.ranked(query, &self.text_query(&terms), k, filters, rank)?;
+        ranked
+            .into_iter()
+            .map(|f| Ok((self.id_of(f.doc)?, f.score)))
             .collect()
     }
 
     /// A full search: ranked hits with snippets, or an explanation of why none.
-    pub fn search(&self, query: &str, k: usize, filters: &Filters) -> Result<SearchResponse> {
+    pub fn search(
+        &self,
+        query: &str,
+        k: usize,
+        filters: &Filters,
+        rank: &RankOptions,
+    ) -> Result<SearchResponse> {
         let started = std::time::Instant::now();
         self.check_query(query)?;
         let terms = self.query_terms(query);
         let text_query = self.text_query(&terms);
-        let top = self.top_docs(&text_query, filters, k)?;
+        let ranked = self.ranked(query, &text_query, k, filters, rank)?;
         let mut snippets =
             SnippetGenerator::create(&self.searcher, &*text_query, self.fields.content)?;
         snippets.set_max_num_chars(SNIPPET_CHARS);
-        let mut results = Vec::with_capacity(top.len());
-        for (rank, (score, address)) in top.into_iter().enumerate() {
-            let doc: TantivyDocument = self.searcher.doc(address)?;
+        let mut results = Vec::with_capacity(ranked.len());
+        for (i, fused) in ranked.into_iter().enumerate() {
+            let doc: TantivyDocument = self.searcher.doc(fused.doc)?;
             let record = self.fields.record(&doc)?;
-            results.push(hit(rank + 1, score, record, &snippets));
+            results.push(hit(i + 1, &fused, record, &snippets));
         }
         let explanation = if results.is_empty() {
             Some(self.explain_empty(&terms, &text_query, filters)?)
         } else {
             None
         };
+        let uses_vectors = rank.mode != Mode::Bm25 && self.vectors.is_some();
         Ok(SearchResponse {
             query: query.to_string(),
             filters: filters.clone(),
             results,
             explanation,
-            vector: "unavailable",
+            vector: if rank.mode == Mode::Bm25 {
+                "off".to_string()
+            } else {
+                self.vector_status().to_string()
+            },
+            records_without_vector: self
+                .vectors
+                .as_ref()
+                .filter(|v| uses_vectors && v.without_vector > 0)
+                .map(|v| v.without_vector),
             took_ms: started.elapsed().as_secs_f64() * 1000.0,
         })
+    }
+
+    /// The fused ranking of both retrievers, or of one, as `rank` asks.
+    fn ranked(
+        &self,
+        query: &str,
+        text_query: &dyn Query,
+        k: usize,
+        filters: &Filters,
+        rank: &RankOptions,
+    ) -> Result<Vec<fusion::Fused<DocAddress>>> {
+        let vector_side = match (rank.mode, &self.vectors) {
+            (Mode::Bm25, _) => None,
+            (_, Some(side)) => Some(side),
+            (Mode::Vector, None) => {
+                return Err(Error::Usage(format!(
+                    "--mode vector needs embeddings, which are {}",
+                    self.vector_unavailable
+                )))
+            }
+            (Mode::Hybrid, None) => None,
+        };
+        let depth = if vector_side.is_some() && rank.mode == Mode::Hybrid {
+            k.max(FUSION_DEPTH)
+        } else {
+            k
+        };
+        let bm25 = if rank.mode == Mode::Vector {
+            Vec::new()
+        } else {
+            self.top_docs(text_query, filters, depth)?
+        };
+        let vector = match vector_side {
+            Some(side) => self.vector_top(side, query, filters, depth)?,
+            None => Vec::new(),
+        };
+        let mut fused = fusion::fuse(&bm25, &vector, rank.fusion, rank.alpha);
+        if rank.mode != Mode::Hybrid || vector_side.is_none() {
+            // One retriever: keep its own scores rather than fusion's.
+            for f in &mut fused {
+                f.score = f.bm25.or(f.vector).map_or(0.0, |(s, _)| s);
+            }
+        }
+        fused.truncate(k);
+        Ok(fused)
+    }
+
+    fn vector_top(
+        &self,
+        side: &VectorSide,
+        query: &str,
+        filters: &Filters,
+        depth: usize,
+    ) -> Result<Vec<(f32, DocAddress)>> {
+        if query.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        let query_vector = {
+            let mut embedder = side
+                .embedder
+                .lock()
+                .map_err(|_| Error::Usage("the embedder failed earlier in this process".into()))?;
+            embedder
+                .embed(&[query])
+                .map_err(|e| Error::Usage(e.to_string()))?
+                .pop()
+                .unwrap_or_default()
+        };
+        let filter = self.filter_only(filters);
+        side.index
+            .search(&self.searcher, &query_vector, filter.as_deref(), depth)
+    }
+
+    /// The filters alone as one query, or `None` when there are none.
+    fn filter_only(&self, filters: &Filters) -> Option<Box<dyn Query>> {
+        let clauses: Vec<(Occur, Box<dyn Query>)> = self
+            .filter_queries(filters)
+            .into_iter()
+            .map(|q| (Occur::Must, q))
+            .collect();
+        (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<dyn Query>)
     }
 
     fn check_query(&self, query: &str) -> Result<()> {
@@ -454,7 +649,12 @@ fn analyze_distinct(analyzer: &TextAnalyzer, text: &str) -> Vec<String> {
     terms
 }
 
-fn hit(rank: usize, score: f32, record: Record, snippets: &SnippetGenerator) -> Hit {
+fn hit(
+    rank: usize,
+    fused: &fusion::Fused<DocAddress>,
+    record: Record,
+    snippets: &SnippetGenerator,
+) -> Hit {
     let mut snippet = snippets.snippet(&record.fields.content);
     if snippet.is_empty() {
         snippet = snippets.snippet(&record.display_text());
@@ -475,10 +675,13 @@ fn hit(rank: usize, score: f32, record: Record, snippets: &SnippetGenerator) -> 
         id: record.id,
         kind: record.kind,
         namespace: record.namespace,
-        score,
+        score: fused.score,
         scores: ScoreParts {
-            bm25: score,
-            vector: None,
+            bm25: fused.bm25.map(|(s, _)| s),
+            bm25_rank: fused.bm25.map(|(_, r)| r),
+            vector: fused.vector.map(|(s, _)| s),
+            vector_rank: fused.vector.map(|(_, r)| r),
+            fused: fused.score,
         },
         title: f.title,
         snippet: text,

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::{AddReport, Store};
+use crate::embed::Embedder;
 use crate::error::{Error, InputErrors, Result};
 use crate::record::input::read_paths;
 use crate::record::{parse_record, ParseOptions, Record};
@@ -55,12 +56,13 @@ pub fn add_paths(
     paths: &[PathBuf],
     stdin: &mut dyn Read,
     options: &ParseOptions,
+    embedder: Option<&mut dyn Embedder>,
     lock_timeout: Duration,
 ) -> Result<AddSummary> {
     let started = Instant::now();
     let (records, bytes_read, skipped_files) = read_records(store, paths, stdin, options)?;
     let count = records.len();
-    let report = store.add(records, lock_timeout)?;
+    let report = store.add(records, embedder, lock_timeout)?;
     Ok(AddSummary {
         records: count,
         report,

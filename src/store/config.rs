@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 
 /// The on-disk format this build reads and writes. Bump it when the schema or
 /// layout changes incompatibly.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Config {
@@ -140,7 +140,7 @@ mod tests {
         let config = Config::new("2026-01-01T00:00:00Z".into());
         config.save(&path).unwrap();
         assert_eq!(Config::load(&path).unwrap(), config);
-        fs::write(&path, "format_version = 1\n").unwrap();
+        fs::write(&path, "format_version = 2\n").unwrap();
         assert_eq!(Config::load(&path).unwrap().limits, Limits::default());
     }
 

@@ -28,8 +28,13 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDo
 pub use config::{Config, FORMAT_VERSION};
 use lock::WriterLock;
 
+use tantivy::collector::TopDocs;
+use tantivy::query::TermQuery;
+
+use crate::embed::text::{embedding_text, text_hash};
+use crate::embed::Embedder;
 use crate::error::{Error, Result};
-use crate::index::{record_hash, register_tokenizers, IndexFields};
+use crate::index::{record_hash, register_tokenizers, IndexFields, VectorField};
 use crate::record::{Kind, Record};
 
 /// Memory tantivy may use to buffer new documents before flushing a segment.
@@ -49,6 +54,12 @@ pub struct AddReport {
     pub added: usize,
     pub updated: usize,
     pub unchanged: usize,
+    /// Texts embedded by the model in this call.
+    pub embedded: usize,
+    /// Vectors taken from records already stored with the same text.
+    pub vectors_reused: usize,
+    /// Records written without a vector (no model, or `--embed later`).
+    pub without_vector: usize,
     /// Ids given more than once in one batch; the last version was kept.
     pub duplicate_ids: Vec<String>,
 }
@@ -73,6 +84,8 @@ pub struct Stats {
     pub segments: usize,
     pub oldest: Option<String>,
     pub newest: Option<String>,
+    pub vectors: crate::vectors::Coverage,
+    pub vector_files_bytes: u64,
 }
 
 /// The default store folder: `$KNOWLEDGE_DB_HOME`, else the platform data folder.
@@ -172,42 +185,247 @@ impl Store {
     /// Adds or replaces records by id, as one atomic commit.
     ///
     /// A record whose kind, namespace and JSON equal the stored version is left
-    /// alone; if nothing changed, nothing is written at all.
-    pub fn add(&self, records: Vec<Record>, lock_timeout: Duration) -> Result<AddReport> {
+    /// alone; if nothing changed, nothing is written at all. Vectors are computed
+    /// first, without the writer lock (inference is slow; other writers need not
+    /// wait for it): a text embedded before, by any record, reuses its vector;
+    /// others go to `embedder` if there is one, else the record is stored without
+    /// a vector and `embed` fills it in later.
+    pub fn add(
+        &self,
+        records: Vec<Record>,
+        embedder: Option<&mut dyn Embedder>,
+        lock_timeout: Duration,
+    ) -> Result<AddReport> {
         let (records, duplicate_ids) = last_version_per_id(records);
         let mut report = AddReport {
             duplicate_ids,
             ..AddReport::default()
         };
-        let (_lock, mut writer) = self.writer(lock_timeout)?;
-        // Read the hashes after taking the lock, so no other writer can change them.
+        let snapshot = self.reader()?.searcher();
+        let changed = self.changed_records(&snapshot, records, &mut report)?;
+        let vectors = self.vectors_for(&snapshot, &changed, embedder, &mut report)?;
+        drop(snapshot);
+
+        let (_lock, writer) = self.writer(lock_timeout)?;
+        // Re-read the hashes under the lock: another writer may have run meanwhile.
         let searcher = self.reader()?.searcher();
         let lookup = IdLookup::new(&searcher, &self.fields)?;
-        for record in &records {
-            let hash = record_hash(record);
+        let (mut added, mut updated, mut unchanged) = (0, 0, 0);
+        for ((record, hash), vector) in changed.iter().zip(&vectors) {
             match lookup.hash_of(&record.id)? {
-                Some(existing) if existing == hash => {
-                    report.unchanged += 1;
+                Some(existing) if existing == *hash => {
+                    unchanged += 1;
                     continue;
                 }
                 Some(_) => {
                     writer.delete_term(Term::from_field_text(self.fields.id, &record.id));
-                    report.updated += 1;
+                    updated += 1;
                 }
-                None => report.added += 1,
+                None => added += 1,
             }
-            writer.add_document(self.fields.document(record, hash)?)?;
+            writer.add_document(self.fields.document(record, *hash, vector)?)?;
         }
-        if report.added + report.updated > 0 {
+        report.added = added;
+        report.updated = updated;
+        report.unchanged += unchanged;
+        self.commit(writer, added + updated > 0)?;
+        Ok(report)
+    }
+
+    /// Commits (when there is something to commit), waits for merges, and brings
+    /// the vector files up to date with the new segments.
+    fn commit(&self, mut writer: IndexWriter, changed: bool) -> Result<()> {
+        if changed {
             writer.commit()?;
         }
         writer.wait_merging_threads()?;
-        Ok(report)
+        if changed {
+            let searcher = self.reader()?.searcher();
+            crate::vectors::sync(&self.root, &searcher, &self.fields, crate::embed::DIM)?;
+        }
+        Ok(())
+    }
+
+    /// The records whose stored version differs, with their version hash.
+    fn changed_records(
+        &self,
+        searcher: &Searcher,
+        records: Vec<Record>,
+        report: &mut AddReport,
+    ) -> Result<Vec<(Record, u64)>> {
+        let lookup = IdLookup::new(searcher, &self.fields)?;
+        let mut changed = Vec::with_capacity(records.len());
+        for record in records {
+            let hash = record_hash(&record);
+            if lookup.hash_of(&record.id)? == Some(hash) {
+                report.unchanged += 1;
+            } else {
+                changed.push((record, hash));
+            }
+        }
+        Ok(changed)
+    }
+
+    /// The embedding of each record: reused by text hash, computed, or none.
+    fn vectors_for(
+        &self,
+        searcher: &Searcher,
+        records: &[(Record, u64)],
+        embedder: Option<&mut dyn Embedder>,
+        report: &mut AddReport,
+    ) -> Result<Vec<VectorField>> {
+        let texts: Vec<String> = records.iter().map(|(r, _)| embedding_text(r)).collect();
+        let hashes: Vec<u64> = texts.iter().map(|t| text_hash(t)).collect();
+        let mut known: HashMap<u64, Vec<f32>> = HashMap::new();
+        for &hash in &hashes {
+            if let std::collections::hash_map::Entry::Vacant(slot) = known.entry(hash) {
+                if let Some(v) = self.stored_vector(searcher, hash)? {
+                    slot.insert(v);
+                    report.vectors_reused += 1;
+                }
+            }
+        }
+        if let Some(embedder) = embedder {
+            let mut todo: Vec<(u64, &str)> = Vec::new();
+            for (hash, text) in hashes.iter().zip(&texts) {
+                if !known.contains_key(hash) && !todo.iter().any(|(h, _)| h == hash) {
+                    todo.push((*hash, text.as_str()));
+                }
+            }
+            for chunk in todo.chunks(crate::embed::BATCH * 4) {
+                let batch: Vec<&str> = chunk.iter().map(|(_, t)| *t).collect();
+                let vectors = embedder
+                    .embed(&batch)
+                    .map_err(|e| Error::Usage(e.to_string()))?;
+                for ((hash, _), vector) in chunk.iter().zip(vectors) {
+                    known.insert(*hash, vector);
+                }
+                report.embedded += chunk.len();
+            }
+        }
+        let fields: Vec<VectorField> = hashes
+            .iter()
+            .map(|h| VectorField {
+                text_hash: *h,
+                embedding: known.get(h).cloned(),
+            })
+            .collect();
+        report.without_vector = fields.iter().filter(|f| f.embedding.is_none()).count();
+        Ok(fields)
+    }
+
+    /// The stored vector of any live record whose embedded text has this hash.
+    fn stored_vector(&self, searcher: &Searcher, hash: u64) -> Result<Option<Vec<f32>>> {
+        let term = Term::from_field_u64(self.fields.text_hash, hash);
+        for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+            let inverted = segment.inverted_index(self.fields.text_hash)?;
+            let postings = inverted
+                .read_postings(&term, IndexRecordOption::Basic)
+                .map_err(|e| Error::io("text index", e))?;
+            let Some(mut postings) = postings else {
+                continue;
+            };
+            let has_vector = segment.fast_fields().u64("has_vector")?;
+            use tantivy::DocSet;
+            let mut doc = postings.doc();
+            while doc != tantivy::TERMINATED {
+                if !segment.is_deleted(doc) && has_vector.first(doc) == Some(1) {
+                    let stored: TantivyDocument =
+                        searcher.doc(tantivy::DocAddress::new(ord as u32, doc))?;
+                    use tantivy::schema::Value;
+                    let bytes = stored
+                        .get_first(self.fields.embedding)
+                        .and_then(|v| v.as_bytes());
+                    if let Some(v) =
+                        bytes.and_then(|b| crate::vectors::decode(b, crate::embed::DIM))
+                    {
+                        return Ok(Some(v));
+                    }
+                }
+                doc = postings.advance();
+            }
+        }
+        Ok(None)
+    }
+
+    /// Computes vectors for records stored without one, `batch` records per commit.
+    /// Returns how many records got a vector.
+    pub fn embed_missing(
+        &self,
+        embedder: &mut dyn Embedder,
+        batch: usize,
+        lock_timeout: Duration,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<usize> {
+        let mut done = 0;
+        loop {
+            let searcher = self.reader()?.searcher();
+            let waiting = crate::vectors::coverage(&searcher)?.without_vector as usize;
+            progress(done, done + waiting);
+            if waiting == 0 {
+                return Ok(done);
+            }
+            let missing = TermQuery::new(
+                Term::from_field_u64(self.fields.has_vector, 0),
+                IndexRecordOption::Basic,
+            );
+            let top = searcher.search(
+                &missing,
+                &TopDocs::with_limit(batch.max(1)).order_by_score(),
+            )?;
+            let mut records = Vec::with_capacity(top.len());
+            for (_, address) in top {
+                let doc: TantivyDocument = searcher.doc(address)?;
+                records.push(self.fields.record(&doc)?);
+            }
+            drop(searcher);
+            let count = records.len();
+            self.rewrite_with_vectors(records, embedder, lock_timeout)?;
+            done += count;
+        }
+    }
+
+    /// Writes records again, unchanged but for their vectors.
+    fn rewrite_with_vectors(
+        &self,
+        records: Vec<Record>,
+        embedder: &mut dyn Embedder,
+        lock_timeout: Duration,
+    ) -> Result<()> {
+        let snapshot = self.reader()?.searcher();
+        let with_hashes: Vec<(Record, u64)> = records
+            .into_iter()
+            .map(|r| {
+                let h = record_hash(&r);
+                (r, h)
+            })
+            .collect();
+        let vectors = self.vectors_for(
+            &snapshot,
+            &with_hashes,
+            Some(embedder),
+            &mut AddReport::default(),
+        )?;
+        drop(snapshot);
+        let (_lock, writer) = self.writer(lock_timeout)?;
+        let searcher = self.reader()?.searcher();
+        let lookup = IdLookup::new(&searcher, &self.fields)?;
+        let mut changed = false;
+        for ((record, hash), vector) in with_hashes.iter().zip(&vectors) {
+            // Skip records changed or deleted by another writer meanwhile.
+            if lookup.hash_of(&record.id)? != Some(*hash) || vector.embedding.is_none() {
+                continue;
+            }
+            writer.delete_term(Term::from_field_text(self.fields.id, &record.id));
+            writer.add_document(self.fields.document(record, *hash, vector)?)?;
+            changed = true;
+        }
+        self.commit(writer, changed)
     }
 
     /// Deletes records by id, as one commit. Unknown ids are reported, not errors.
     pub fn delete(&self, ids: &[String], lock_timeout: Duration) -> Result<DeleteReport> {
-        let (_lock, mut writer) = self.writer(lock_timeout)?;
+        let (_lock, writer) = self.writer(lock_timeout)?;
         let searcher = self.reader()?.searcher();
         let lookup = IdLookup::new(&searcher, &self.fields)?;
         let mut report = DeleteReport::default();
@@ -219,10 +437,8 @@ impl Store {
                 report.missing.push(id.clone());
             }
         }
-        if !report.deleted.is_empty() {
-            writer.commit()?;
-        }
-        writer.wait_merging_threads()?;
+        let changed = !report.deleted.is_empty();
+        self.commit(writer, changed)?;
         Ok(report)
     }
 
@@ -281,6 +497,8 @@ impl Store {
             by_namespace,
             text_index_bytes: dir_size(&self.root.join("text")),
             segments: searcher.segment_readers().len(),
+            vectors: crate::vectors::coverage(&searcher)?,
+            vector_files_bytes: dir_size(&self.root.join("vectors")),
             oldest: oldest.map(crate::record::parse::format_time),
             newest: newest.map(crate::record::parse::format_time),
         })

