@@ -32,6 +32,7 @@ use crate::record::{Kind, Record};
 use crate::store::Store;
 use crate::vectors::VectorIndex;
 use fusion::Fusion;
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 /// Most distinct query terms used; the rest of a very long query is ignored.
@@ -174,6 +175,8 @@ pub struct SearchResponse {
 struct VectorSide {
     index: VectorIndex,
     embedder: Mutex<Box<dyn Embedder>>,
+    /// Query vectors already computed by this engine (batch runs repeat queries).
+    query_cache: Mutex<HashMap<String, Vec<f32>>>,
     without_vector: u64,
 }
 
@@ -231,6 +234,7 @@ impl SearchEngine {
                 engine.vectors = Some(VectorSide {
                     index,
                     embedder: Mutex::new(embedder),
+                    query_cache: Mutex::new(HashMap::new()),
                     without_vector,
                 });
             }
@@ -371,16 +375,32 @@ impl SearchEngine {
         if query.trim().is_empty() {
             return Ok(Vec::new());
         }
-        let query_vector = {
-            let mut embedder = side
-                .embedder
-                .lock()
-                .map_err(|_| Error::Usage("the embedder failed earlier in this process".into()))?;
-            embedder
-                .embed(&[query])
-                .map_err(|e| Error::Usage(e.to_string()))?
-                .pop()
-                .unwrap_or_default()
+        fn poisoned<T>(_: T) -> Error {
+            Error::Usage("the embedder failed earlier in this process".into())
+        }
+        let cached = side
+            .query_cache
+            .lock()
+            .map_err(poisoned)?
+            .get(query)
+            .cloned();
+        let query_vector = match cached {
+            Some(v) => v,
+            None => {
+                let v = side
+                    .embedder
+                    .lock()
+                    .map_err(poisoned)?
+                    .embed(&[query])
+                    .map_err(|e| Error::Usage(e.to_string()))?
+                    .pop()
+                    .unwrap_or_default();
+                side.query_cache
+                    .lock()
+                    .map_err(poisoned)?
+                    .insert(query.to_string(), v.clone());
+                v
+            }
         };
         let filter = self.filter_only(filters);
         side.index
