@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""Check that a converted all-MiniLM-L6-v2 ONNX graph gives the model's real vectors.
+
+Why this exists
+---------------
+``convert_minilm_to_onnx.py`` writes the BERT forward pass by hand. A graph can
+load and run and still be wrong (a transposed weight, a wrong epsilon, the tanh
+GELU instead of erf), which would silently make every search worse. So before the
+setup script installs the model, this script embeds text exactly the way
+knowledge-db does through fastembed and compares with known answers:
+
+1. Reference vector: "This is an example sentence", tokenised with the shipped
+   tokenizer.json (truncated at 256 tokens), run through the graph, mean-pooled
+   over the attention mask and L2-normalised, must start with the values that
+   sentence-transformers publishes for this model (within 1e-4).
+2. Padding: in a batch, shorter texts are padded to the longest. Each text's
+   vector in a batch must equal its vector alone (within 1e-5), which tests the
+   attention mask.
+3. Truncation: a text longer than 256 tokens runs at exactly 256 tokens and gives
+   a finite unit vector (tests the position embeddings up to the limit).
+4. Runtime library (with --runtime-lib): the libonnxruntime.so copied out of the
+   wheel loads on its own and offers the C API of its version, as the Rust
+   ``ort`` crate will ask for it.
+
+Any failure exits non-zero with a message that says what differed. With
+``--stamp FILE`` a passing run writes FILE: the first values and the sha256 of
+the exact model.onnx that passed, which the setup script uses to know the install
+is complete and intact.
+
+Usage::
+
+    python verify_embedding.py --model-dir DIR [--runtime-lib LIB] [--stamp FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime
+import hashlib
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+MAX_TOKENS = 256  # knowledge-db's fastembed max length
+REFERENCE_TEXT = "This is an example sentence"
+# sentence-transformers/all-MiniLM-L6-v2's embedding of REFERENCE_TEXT, first five dims.
+REFERENCE_START = [0.06766, 0.06350, 0.04871, 0.07930, 0.03745]
+REFERENCE_TOLERANCE = 1e-4
+PADDING_TOLERANCE = 1e-5
+PADDING_TEXTS = [
+    "A short one.",
+    "This second sentence is deliberately a good deal longer than the first, so that "
+    "in a batch the first one is padded with many [PAD] tokens that must not matter.",
+]
+
+
+class Failed(Exception):
+    """A check did not pass; the message says which and by how much."""
+
+
+class Embedder:
+    """Tokenise, run the graph, mean-pool, normalise: what fastembed does with Pooling::Mean."""
+
+    def __init__(self, model_dir: Path) -> None:
+        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        # The shipped tokenizer.json pads every text to a fixed 128 and truncates at
+        # 128; fastembed replaces both: truncation at its max length and padding to
+        # the longest text of the batch.
+        self.tokenizer.enable_truncation(MAX_TOKENS)
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        options = ort.SessionOptions()
+        options.log_severity_level = 3  # warnings about unused initializers etc. are noise here
+        try:
+            self.session = ort.InferenceSession(
+                str(model_dir / "model.onnx"), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as e:
+            raise Failed(f"ONNX Runtime could not load model.onnx: {e}") from e
+
+    def token_states(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """last_hidden_state [batch, seq, hidden] and the attention mask [batch, seq]."""
+        encodings = self.tokenizer.encode_batch(texts)
+        feed = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
+        try:
+            (states,) = self.session.run(["last_hidden_state"], feed)
+        except Exception as e:  # onnxruntime raises its own exception types
+            raise Failed(f"ONNX Runtime could not run model.onnx: {e}") from e
+        return states, feed["attention_mask"]
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        states, mask = self.token_states(texts)
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (states * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+
+def fmt(values) -> str:
+    return "[" + ", ".join(f"{v:.5f}" for v in values) + "]"
+
+
+def check_reference(embedder: Embedder) -> list[float]:
+    vector = embedder.embed([REFERENCE_TEXT])[0]
+    start = [float(v) for v in vector[: len(REFERENCE_START)]]
+    diff = max(abs(a - b) for a, b in zip(start, REFERENCE_START))
+    print(f'verify: "{REFERENCE_TEXT}" -> {fmt(start)}, expected {fmt(REFERENCE_START)}, max diff {diff:.1e}')
+    if vector.shape != (384,) or not diff <= REFERENCE_TOLERANCE:
+        raise Failed(
+            f"the reference sentence's vector differs from all-MiniLM-L6-v2's by {diff:.2e} (limit {REFERENCE_TOLERANCE})"
+        )
+    return start
+
+
+def check_padding(embedder: Embedder) -> None:
+    batch = embedder.embed(PADDING_TEXTS)
+    alone = np.stack([embedder.embed([t])[0] for t in PADDING_TEXTS])
+    diff = float(np.abs(batch - alone).max())
+    lengths = [len(e.ids) for e in (embedder.tokenizer.encode(t) for t in PADDING_TEXTS)]
+    print(
+        f"verify: batch of 2 texts ({lengths[0]} and {lengths[1]} tokens) vs each alone: max diff {diff:.1e} (limit {PADDING_TOLERANCE:.0e})"
+    )
+    if not diff <= PADDING_TOLERANCE:
+        raise Failed(
+            f"padding changes the vectors by {diff:.2e} (limit {PADDING_TOLERANCE}); the attention mask is not applied right"
+        )
+
+
+def check_truncation(embedder: Embedder) -> None:
+    long_text = " ".join(f"word{i} of a long text" for i in range(300))
+    states, _ = embedder.token_states([long_text])
+    vector = embedder.embed([long_text])[0]
+    print(f"verify: long text truncated to {states.shape[1]} tokens -> output {list(states.shape)}")
+    if (
+        states.shape != (1, MAX_TOKENS, 384)
+        or not np.isfinite(vector).all()
+        or abs(np.linalg.norm(vector) - 1) > 1e-4
+    ):
+        raise Failed(f"a {MAX_TOKENS}-token input gave output shape {states.shape} or a non-finite vector")
+
+
+class OrtApiBase(ctypes.Structure):
+    """The C struct returned by OrtGetApiBase(): GetApi(version) and GetVersionString()."""
+
+    _fields_ = [
+        ("GetApi", ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint32)),
+        ("GetVersionString", ctypes.CFUNCTYPE(ctypes.c_char_p)),
+    ]
+
+
+def check_runtime_library(path: Path) -> str:
+    """Loads the shared library alone, as ort's load-dynamic does, and asks its version."""
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as e:
+        raise Failed(f"{path.name} does not load on its own: {e}") from e
+    lib.OrtGetApiBase.restype = ctypes.POINTER(OrtApiBase)
+    base = lib.OrtGetApiBase().contents
+    version = base.GetVersionString().decode()
+    # ORT's C API version number is its minor version (1.24 -> 24); a NULL answer
+    # would mean the library cannot serve the API its own headers promise.
+    api_version = int(version.split(".")[1])
+    if not base.GetApi(api_version):
+        raise Failed(f"{path.name} (version {version}) does not provide C API version {api_version}")
+    expected = path.name.removeprefix("libonnxruntime.so.")
+    print(f"verify: {path.name} loads on its own: ONNX Runtime {version}, C API {api_version}")
+    if expected != path.name and version != expected:
+        raise Failed(f"{path.name} reports version {version}")
+    return version
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_stamp(stamp: Path, model_dir: Path, start: list[float], runtime_version: str | None) -> None:
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    lines = [
+        "# all-MiniLM-L6-v2 fp32 ONNX, checked by scripts/verify_embedding.py",
+        f"model_onnx_sha256={sha256(model_dir / 'model.onnx')}",
+        f"first_values={' '.join(f'{v:.6f}' for v in start)}",
+        f"onnxruntime={runtime_version or ort.__version__}",
+        f"verified_at={now}",
+    ]
+    stamp.write_text("\n".join(lines) + "\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--model-dir", type=Path, required=True, help="folder with model.onnx and tokenizer.json"
+    )
+    parser.add_argument("--runtime-lib", type=Path, help="libonnxruntime.so.X.Y.Z to check loads on its own")
+    parser.add_argument(
+        "--stamp", type=Path, help="write this file (VERIFIED contents) if every check passes"
+    )
+    args = parser.parse_args()
+    try:
+        # The library first, before the Python package has brought its own copy of ORT in.
+        runtime_version = check_runtime_library(args.runtime_lib) if args.runtime_lib else None
+        embedder = Embedder(args.model_dir)
+        start = check_reference(embedder)
+        check_padding(embedder)
+        check_truncation(embedder)
+    except Failed as e:
+        print(f"verify: FAILED: {e}", file=sys.stderr)
+        return 1
+    if args.stamp:
+        write_stamp(args.stamp, args.model_dir, start, runtime_version)
+    print("verify: all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
