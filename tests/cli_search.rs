@@ -115,23 +115,40 @@ fn empty_results_explain_themselves() {
         .contains("the store is empty"));
 
     let store = sample_store();
-    let out = store.json(&["search", "token", "--kind", "note"]);
+    // Filters bind both retrievers: hybrid finds nothing either.
+    let out = store.json(&[
+        "search",
+        "token",
+        "--kind",
+        "note",
+        "--namespace",
+        "elsewhere",
+    ]);
+    assert!(out["results"].as_array().unwrap().is_empty());
+    let out = store.json(&["search", "token", "--kind", "note", "--mode", "bm25"]);
     let why = out["explanation"].as_str().unwrap();
     assert!(
         why.contains("filters exclude") && why.contains("--kind note keeps 0"),
         "{why}"
     );
-    let out = store.json(&["search", "token", "--namespace", "elsewhere"]);
+    let out = store.json(&[
+        "search",
+        "token",
+        "--namespace",
+        "elsewhere",
+        "--mode",
+        "bm25",
+    ]);
     assert!(out["explanation"]
         .as_str()
         .unwrap()
         .contains("--all-namespaces"));
-    let out = store.json(&["search", "zyxwvut"]);
+    let out = store.json(&["search", "zyxwvut", "--mode", "bm25"]);
     assert!(out["explanation"]
         .as_str()
         .unwrap()
         .contains("contains any of the query's terms"));
-    let out = store.json(&["search", "?!,;"]);
+    let out = store.json(&["search", "?!,;", "--mode", "bm25"]);
     assert!(out["explanation"]
         .as_str()
         .unwrap()

@@ -177,11 +177,11 @@ struct RankArgs {
     mode: Mode,
 
     /// How hybrid mode fuses the two rankings
-    #[arg(long, value_enum, default_value_t = Fusion::Rrf)]
+    #[arg(long, value_enum, default_value_t = crate::search::DEFAULT_FUSION)]
     fusion: Fusion,
 
     /// Weight of the vector side in linear fusion (0 = BM25 only, 1 = vector only)
-    #[arg(long, default_value_t = 0.5, value_parser = parse_alpha)]
+    #[arg(long, default_value_t = crate::search::DEFAULT_ALPHA, value_parser = parse_alpha)]
     alpha: f32,
 }
 
@@ -345,7 +345,7 @@ struct EvalArgs {
     #[command(flatten)]
     rank: RankArgs,
 
-    /// Measure BM25, vector, RRF and linear fusion (alpha 0.3, 0.5, 0.7) side by side
+    /// Measure BM25, vector, RRF and linear fusion (alpha 0.2 to 0.7) side by side
     #[arg(long)]
     compare: bool,
 

@@ -5,6 +5,9 @@
 //! and decisions, a task's subject and outcomes, a message's role and words, a
 //! note's title and text. File lists and commands are left to BM25, which matches
 //! them exactly; in a 256-token window they would crowd out meaning.
+//!
+//! Measured: leaving the title out of LoCoMo's notes (title = speaker and date)
+//! drops vector-only Recall@10 from 0.509 to 0.328, and hybrid from 0.686 to 0.624.
 
 use crate::record::{Kind, Record};
 

@@ -325,7 +325,7 @@ pub fn comparison_runs() -> Vec<RankOptions> {
             alpha: 0.5,
         },
     ];
-    for alpha in [0.3, 0.5, 0.7] {
+    for alpha in [0.2, 0.3, 0.4, 0.5, 0.7] {
         runs.push(RankOptions {
             mode: Mode::Hybrid,
             fusion: Fusion::Linear,

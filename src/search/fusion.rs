@@ -1,6 +1,7 @@
 //! Fusing the BM25 and the vector ranking into one.
 //!
-//! Two methods, both selectable (`--fusion`):
+//! Two methods, both selectable (`--fusion`; the default is linear, alpha 0.4,
+//! chosen by measurement, see [`super::DEFAULT_FUSION`]):
 //! - **reciprocal-rank fusion** (RRF): each list gives `1 / (60 + rank)`; it needs
 //!   no score calibration and rewards what both retrievers rank high;
 //! - **linear**: each list's scores are min-max normalised to [0, 1] over its own

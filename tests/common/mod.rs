@@ -54,9 +54,10 @@ impl TestStore {
         self.cmd().arg("add").arg(samples()).assert().success();
     }
 
-    /// Ids of a search's results, in rank order.
+    /// Ids of a BM25 search's results, in rank order (exact-match semantics: the
+    /// vector side always finds a nearest neighbour, so hybrid is tested apart).
     pub fn search_ids(&self, args: &[&str]) -> Vec<String> {
-        let mut full = vec!["search"];
+        let mut full = vec!["search", "--mode", "bm25"];
         full.extend_from_slice(args);
         self.json(&full)["results"]
             .as_array()
