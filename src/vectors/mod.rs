@@ -9,9 +9,11 @@
 //! and upserts need nothing here: tantivy's alive set says which rows count.
 //!
 //! Files are memory-mapped, so a one-shot search reads only the pages it touches.
-//! Search is an exact scan of the rows that pass the filters: at 100k records that
-//! is 38M multiply-adds, a few milliseconds; it also means a selective filter
-//! always returns its k best, never fewer.
+//! Search is an exact scan of the rows that pass the filters, so a selective filter
+//! always returns its k best, never fewer. Cost, measured by
+//! `examples/vector_scan.rs` at 100k records: 14 ms p50 unfiltered, 0.4 ms with a
+//! filter that keeps 1%. That is fine to ~100k records; past that an approximate
+//! index (HNSW) is needed, with this scan kept for selective filters.
 
 use std::fs;
 use std::io::Write;
