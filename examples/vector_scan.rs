@@ -14,27 +14,62 @@ use knowledge_db::{Filters, SearchEngine, Store};
 use serde_json::json;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(100_000);
     let dir = tempfile::tempdir()?;
     let store = Store::init(&dir.path().join("store"))?;
-    let words = ["token", "refresh", "database", "migration", "parser", "config", "deploy", "cache", "index", "lock"];
+    let words = [
+        "token",
+        "refresh",
+        "database",
+        "migration",
+        "parser",
+        "config",
+        "deploy",
+        "cache",
+        "index",
+        "lock",
+    ];
     let options = ParseOptions::default();
     let records = (0..n)
         .map(|i| {
-            let text = format!("{} {} {} note {i}", words[i % 10], words[(i / 10) % 10], words[(i / 100) % 10]);
+            let text = format!(
+                "{} {} {} note {i}",
+                words[i % 10],
+                words[(i / 10) % 10],
+                words[(i / 100) % 10]
+            );
             let namespace = if i % 100 == 0 { "rare" } else { "common" };
-            parse_record(json!({"id": format!("n{i}"), "text": text, "namespace": namespace}), &Origin::file("gen"), &options)
+            parse_record(
+                json!({"id": format!("n{i}"), "text": text, "namespace": namespace}),
+                &Origin::file("gen"),
+                &options,
+            )
         })
         .collect::<Result<Vec<_>, _>>()?;
     let started = Instant::now();
     let mut embedder = HashEmbedder::new(DIM);
     store.add(records, Some(&mut embedder), Duration::from_secs(30))?;
-    println!("added {n} records with vectors in {:.1}s", started.elapsed().as_secs_f64());
+    println!(
+        "added {n} records with vectors in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
 
-    let engine = SearchEngine::with_embedder(&store, Ok(Box::new(HashEmbedder::new(DIM)) as Box<dyn Embedder>))?;
-    let vector = RankOptions { mode: Mode::Vector, ..Default::default() };
+    let engine = SearchEngine::with_embedder(
+        &store,
+        Ok(Box::new(HashEmbedder::new(DIM)) as Box<dyn Embedder>),
+    )?;
+    let vector = RankOptions {
+        mode: Mode::Vector,
+        ..Default::default()
+    };
     let hybrid = RankOptions::default();
-    let rare = Filters { namespace: Some("rare".into()), ..Default::default() };
+    let rare = Filters {
+        namespace: Some("rare".into()),
+        ..Default::default()
+    };
     for (label, rank, filters) in [
         ("vector, no filter", vector, Filters::default()),
         ("vector, 1% namespace", vector, rare.clone()),
@@ -49,7 +84,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             assert_eq!(hits.len(), 10);
         }
         times.sort_by(f64::total_cmp);
-        println!("{label:>22}: p50 {:.2} ms, p95 {:.2} ms", times[100], times[190]);
+        println!(
+            "{label:>22}: p50 {:.2} ms, p95 {:.2} ms",
+            times[100], times[190]
+        );
     }
     Ok(())
 }
