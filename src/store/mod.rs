@@ -317,35 +317,19 @@ impl Store {
     /// The stored vector of any live record whose embedded text has this hash.
     fn stored_vector(&self, searcher: &Searcher, hash: u64) -> Result<Option<Vec<f32>>> {
         let term = Term::from_field_u64(self.fields.text_hash, hash);
-        for (ord, segment) in searcher.segment_readers().iter().enumerate() {
-            let inverted = segment.inverted_index(self.fields.text_hash)?;
-            let postings = inverted
-                .read_postings(&term, IndexRecordOption::Basic)
-                .map_err(|e| Error::io("text index", e))?;
-            let Some(mut postings) = postings else {
-                continue;
-            };
+        let with_vector = |segment: &tantivy::SegmentReader, doc| {
             let has_vector = segment.fast_fields().u64("has_vector")?;
-            use tantivy::DocSet;
-            let mut doc = postings.doc();
-            while doc != tantivy::TERMINATED {
-                if !segment.is_deleted(doc) && has_vector.first(doc) == Some(1) {
-                    let stored: TantivyDocument =
-                        searcher.doc(tantivy::DocAddress::new(ord as u32, doc))?;
-                    use tantivy::schema::Value;
-                    let bytes = stored
-                        .get_first(self.fields.embedding)
-                        .and_then(|v| v.as_bytes());
-                    if let Some(v) =
-                        bytes.and_then(|b| crate::vectors::decode(b, crate::embed::DIM))
-                    {
-                        return Ok(Some(v));
-                    }
-                }
-                doc = postings.advance();
-            }
-        }
-        Ok(None)
+            Ok(has_vector.first(doc) == Some(1))
+        };
+        let Some(address) = first_live_doc(searcher, &term, with_vector)? else {
+            return Ok(None);
+        };
+        let stored: TantivyDocument = searcher.doc(address)?;
+        use tantivy::schema::Value;
+        Ok(stored
+            .get_first(self.fields.embedding)
+            .and_then(|v| v.as_bytes())
+            .and_then(|b| crate::vectors::decode(b, crate::embed::DIM)))
     }
 
     /// Computes vectors for records stored without one, `batch` records per commit.
@@ -551,24 +535,7 @@ impl<'a> IdLookup<'a> {
     /// The (segment, doc) of the live document with this id.
     pub fn find(&self, id: &str) -> Result<Option<tantivy::DocAddress>> {
         let term = Term::from_field_text(self.fields.id, id);
-        for (ord, segment) in self.searcher.segment_readers().iter().enumerate() {
-            let inverted = segment.inverted_index(self.fields.id)?;
-            let postings = inverted
-                .read_postings(&term, IndexRecordOption::Basic)
-                .map_err(|e| Error::io("text index", e))?;
-            let Some(mut postings) = postings else {
-                continue;
-            };
-            use tantivy::DocSet;
-            let mut doc = postings.doc();
-            while doc != tantivy::TERMINATED {
-                if !segment.is_deleted(doc) {
-                    return Ok(Some(tantivy::DocAddress::new(ord as u32, doc)));
-                }
-                doc = postings.advance();
-            }
-        }
-        Ok(None)
+        first_live_doc(self.searcher, &term, |_, _| Ok(true))
     }
 
     /// The stored version hash of the live record with this id.
@@ -579,6 +546,33 @@ impl<'a> IdLookup<'a> {
                 .unwrap_or(0)
         }))
     }
+}
+
+/// The first live document containing `term` that `accept` takes, through the
+/// term dictionary (no scoring, no scan).
+fn first_live_doc(
+    searcher: &Searcher,
+    term: &Term,
+    accept: impl Fn(&tantivy::SegmentReader, tantivy::DocId) -> Result<bool>,
+) -> Result<Option<tantivy::DocAddress>> {
+    use tantivy::DocSet;
+    for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+        let inverted = segment.inverted_index(term.field())?;
+        let postings = inverted
+            .read_postings(term, IndexRecordOption::Basic)
+            .map_err(|e| Error::io("text index", e))?;
+        let Some(mut postings) = postings else {
+            continue;
+        };
+        let mut doc = postings.doc();
+        while doc != tantivy::TERMINATED {
+            if !segment.is_deleted(doc) && accept(segment, doc)? {
+                return Ok(Some(tantivy::DocAddress::new(ord as u32, doc)));
+            }
+            doc = postings.advance();
+        }
+    }
+    Ok(None)
 }
 
 /// Reads one record by id from a searcher.
