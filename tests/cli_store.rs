@@ -235,3 +235,25 @@ fn help_shows_examples_and_usage_errors_exit_2() {
         .code(2);
     store.cmd().arg("frobnicate").assert().code(2);
 }
+
+#[test]
+fn config_can_make_adds_embed_later() {
+    let store = TestStore::new();
+    let config = store.path().join("config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains("on_add = \"now\""), "{text}");
+    std::fs::write(
+        &config,
+        text.replace("on_add = \"now\"", "on_add = \"later\""),
+    )
+    .unwrap();
+    store
+        .cmd()
+        .args(["add", "-"])
+        .write_stdin(r#"{"id":"n1","text":"deferred vector"}"#)
+        .assert()
+        .success();
+    let stats = store.json(&["stats"]);
+    assert_eq!(stats["vectors"]["without_vector"], 1, "{stats}");
+    assert_eq!(stats["vector_graphs"], 0);
+}

@@ -149,10 +149,10 @@ struct AddArgs {
     #[arg(long, value_name = "SECS")]
     lock_timeout: Option<f64>,
 
-    /// Embed now (default), or later: write for BM25 at once and let
-    /// `knowledge-db embed` add the vectors
-    #[arg(long, value_enum, default_value_t = EmbedWhen::Now)]
-    embed: EmbedWhen,
+    /// Embed now, or later: write for BM25 at once and let `knowledge-db embed`
+    /// add the vectors [default: `embedding.on_add` in config.toml, else now]
+    #[arg(long, value_enum)]
+    embed: Option<EmbedWhen>,
 
     /// Validate only; write nothing
     #[arg(long)]
@@ -476,7 +476,11 @@ fn add(root: &std::path::Path, args: AddArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let mut embedder = match args.embed {
+    let when = args.embed.unwrap_or(match store.config().embedding.on_add {
+        crate::store::config::EmbedOnAdd::Now => EmbedWhen::Now,
+        crate::store::config::EmbedOnAdd::Later => EmbedWhen::Later,
+    });
+    let mut embedder = match when {
         EmbedWhen::Now => match load_embedder() {
             Ok(embedder) => Some(embedder),
             Err(why) => {

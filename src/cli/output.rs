@@ -219,6 +219,14 @@ pub fn print_stats(s: &Stats) {
         human_bytes(s.text_index_bytes),
         s.segments
     );
+    println!(
+        "vectors         {} records, {} waiting for `embed`; {} on disk, {} of {} segments with an HNSW graph",
+        s.vectors.with_vector,
+        s.vectors.without_vector,
+        human_bytes(s.vector_files_bytes),
+        s.vector_graphs,
+        s.segments
+    );
     if let (Some(oldest), Some(newest)) = (&s.oldest, &s.newest) {
         println!("time range      {oldest} .. {newest}");
     }

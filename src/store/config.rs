@@ -24,6 +24,47 @@ pub struct Config {
     pub limits: Limits,
     #[serde(default)]
     pub ranking: Ranking,
+    #[serde(default)]
+    pub embedding: Embedding,
+}
+
+/// When records get their vectors, and when a segment gets an HNSW graph.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Embedding {
+    /// `now`: `add` embeds before it returns; `later`: `add` writes for BM25 at
+    /// once and `knowledge-db embed` fills the vectors in (hooks that must not wait).
+    pub on_add: EmbedOnAdd,
+    /// Segments with at least this many vectors get an HNSW graph; smaller ones
+    /// are scanned exactly. `KNOWLEDGE_DB_HNSW_MIN_ROWS` overrides it.
+    pub graph_min_rows: u32,
+}
+
+impl Default for Embedding {
+    fn default() -> Self {
+        Embedding {
+            on_add: EmbedOnAdd::Now,
+            graph_min_rows: 20_000,
+        }
+    }
+}
+
+impl Embedding {
+    /// The graph threshold in force: the environment's override, else the setting.
+    pub fn graph_min_rows(&self) -> u32 {
+        std::env::var("KNOWLEDGE_DB_HNSW_MIN_ROWS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(self.graph_min_rows)
+    }
+}
+
+/// See [`Embedding::on_add`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EmbedOnAdd {
+    Now,
+    Later,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -93,6 +134,7 @@ impl Config {
             created_at,
             limits: Limits::default(),
             ranking: Ranking::default(),
+            embedding: Embedding::default(),
         }
     }
 

@@ -86,6 +86,8 @@ pub struct Stats {
     pub newest: Option<String>,
     pub vectors: crate::vectors::Coverage,
     pub vector_files_bytes: u64,
+    /// Segments with an HNSW graph (the others are scanned exactly).
+    pub vector_graphs: usize,
 }
 
 /// The default store folder: `$KNOWLEDGE_DB_HOME`, else the platform data folder.
@@ -241,7 +243,13 @@ impl Store {
         writer.wait_merging_threads()?;
         if changed {
             let searcher = self.reader()?.searcher();
-            crate::vectors::sync(&self.root, &searcher, &self.fields, crate::embed::DIM)?;
+            crate::vectors::sync(
+                &self.root,
+                &searcher,
+                &self.fields,
+                crate::embed::DIM,
+                self.config.embedding.graph_min_rows(),
+            )?;
         }
         Ok(())
     }
@@ -347,6 +355,8 @@ impl Store {
             let waiting = crate::vectors::coverage(&searcher)?.without_vector as usize;
             progress(done, done + waiting);
             if waiting == 0 {
+                drop(searcher);
+                self.index_vectors(lock_timeout)?;
                 return Ok(done);
             }
             let missing = TermQuery::new(
@@ -367,6 +377,21 @@ impl Store {
             self.rewrite_with_vectors(records, embedder, lock_timeout)?;
             done += count;
         }
+    }
+
+    /// Brings the vector files and graphs up to date with the text index: builds
+    /// what is missing or damaged (from the stored embeddings, never by
+    /// re-embedding) and removes what belongs to no segment.
+    pub fn index_vectors(&self, lock_timeout: Duration) -> Result<()> {
+        let _lock = WriterLock::acquire(&self.root.join("LOCK"), lock_timeout)?;
+        let searcher = self.reader()?.searcher();
+        crate::vectors::sync(
+            &self.root,
+            &searcher,
+            &self.fields,
+            crate::embed::DIM,
+            self.config.embedding.graph_min_rows(),
+        )
     }
 
     /// Writes records again, unchanged but for their vectors.
@@ -483,6 +508,7 @@ impl Store {
             segments: searcher.segment_readers().len(),
             vectors: crate::vectors::coverage(&searcher)?,
             vector_files_bytes: dir_size(&self.root.join("vectors")),
+            vector_graphs: crate::vectors::graph_count(&self.root),
             oldest: oldest.map(crate::record::parse::format_time),
             newest: newest.map(crate::record::parse::format_time),
         })

@@ -9,11 +9,13 @@
 //! and upserts need nothing here: tantivy's alive set says which rows count.
 //!
 //! Files are memory-mapped, so a one-shot search reads only the pages it touches.
-//! Search is an exact scan of the rows that pass the filters, so a selective filter
-//! always returns its k best, never fewer. Cost, measured by
-//! `examples/vector_scan.rs` at 100k records: 14 ms p50 unfiltered, 0.4 ms with a
-//! filter that keeps 1%. That is fine to ~100k records; past that an approximate
-//! index (HNSW) is needed, with this scan kept for selective filters.
+//! Small segments are scanned exactly (measured by `examples/vector_scan.rs` at
+//! 100k records: 14 ms p50 unfiltered, 0.4 ms with a filter that keeps 1%).
+//! Large segments also get an HNSW graph ([`graph`]) that is walked instead; a
+//! filter too selective for the walk falls back to the exact scan of the records
+//! it keeps, so a selective filter always returns its k best, never fewer.
+
+pub mod graph;
 
 use std::fs;
 use std::io::Write;
@@ -27,6 +29,7 @@ use tantivy::{DocAddress, DocId, Score, Searcher, SegmentOrdinal, SegmentReader,
 
 use crate::error::{Error, Result};
 use crate::index::IndexFields;
+use graph::Graph;
 
 const MAGIC: &[u8; 4] = b"KDBV";
 const HEADER: usize = 16;
@@ -67,17 +70,22 @@ fn dot_le(query: &[f32], row: &[u8]) -> f32 {
     acc.iter().sum::<f32>() + tail
 }
 
-/// The vector rows of one segment.
+/// The vector rows of one segment, and its graph when it has one.
 struct SegmentVectors {
-    map: Option<Mmap>,
+    map: Mmap,
     dim: usize,
+    graph: Option<Graph>,
 }
 
 impl SegmentVectors {
     fn row(&self, doc: DocId) -> Option<&[u8]> {
-        let map = self.map.as_ref()?;
         let start = HEADER + doc as usize * self.dim * 4;
-        map.get(start..start + self.dim * 4)
+        self.map.get(start..start + self.dim * 4)
+    }
+
+    /// Similarity of `query` to `doc`'s vector (None for a doc without one).
+    fn similarity(&self, query: &[f32], doc: DocId) -> Option<f32> {
+        self.row(doc).map(|row| dot_le(query, row))
     }
 }
 
@@ -110,10 +118,8 @@ impl VectorIndex {
             // SAFETY: vector files are written to a temporary name and renamed into
             // place complete; nothing ever writes to them afterwards.
             let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(&path, e))?;
-            segments.push(SegmentVectors {
-                map: Some(map),
-                dim,
-            });
+            let graph = Graph::open(&graph_file(&dir, segment), dim, segment.max_doc());
+            segments.push(SegmentVectors { map, dim, graph });
         }
         Ok(VectorIndex { segments, dim })
     }
@@ -138,27 +144,138 @@ impl VectorIndex {
                 self.dim
             )));
         }
-        let candidates = match filter {
-            Some(q) => searcher.search(q, &SegmentDocs)?,
-            None => all_alive(searcher),
+        let filtered = match filter {
+            Some(q) => Some(searcher.search(q, &SegmentDocs)?),
+            None => None,
         };
         let mut scored: Vec<(f32, DocAddress)> = Vec::new();
-        for (segment_ord, docs) in candidates {
-            let reader = searcher.segment_reader(segment_ord);
-            let has_vector = reader.fast_fields().u64("has_vector")?;
-            let Some(vectors) = self.segments.get(segment_ord as usize) else {
+        for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+            let Some(vectors) = self.segments.get(ord) else {
                 continue;
             };
-            for doc in docs {
-                if has_vector.first(doc) != Some(1) {
-                    continue;
-                }
-                if let Some(row) = vectors.row(doc) {
-                    scored.push((dot_le(query, row), DocAddress::new(segment_ord, doc)));
-                }
-            }
+            let allowed = match &filtered {
+                Some(per_segment) => Allowed::Docs(docs_of(per_segment, ord as SegmentOrdinal)),
+                None => Allowed::Alive,
+            };
+            let found = search_segment(segment, vectors, query, &allowed, k)?;
+            scored.extend(
+                found
+                    .into_iter()
+                    .map(|(s, doc)| (s, DocAddress::new(ord as SegmentOrdinal, doc))),
+            );
         }
         Ok(top_k(scored, k))
+    }
+
+    /// How many segments have a graph, out of all.
+    pub fn graphs(&self) -> (usize, usize) {
+        let with = self.segments.iter().filter(|s| s.graph.is_some()).count();
+        (with, self.segments.len())
+    }
+}
+
+/// Which docs of a segment a search may return.
+enum Allowed<'a> {
+    /// Every live doc.
+    Alive,
+    /// Only these (live, sorted) docs, the matches of a filter.
+    Docs(&'a [DocId]),
+}
+
+fn docs_of(per_segment: &[(SegmentOrdinal, Vec<DocId>)], ord: SegmentOrdinal) -> &[DocId] {
+    per_segment
+        .iter()
+        .find(|(o, _)| *o == ord)
+        .map_or(&[][..], |(_, docs)| docs.as_slice())
+}
+
+/// The best `k` allowed docs of one segment: a graph walk when the segment has a
+/// graph and the filter leaves enough docs for a walk to find them cheaply, else
+/// an exact scan.
+fn search_segment(
+    segment: &SegmentReader,
+    vectors: &SegmentVectors,
+    query: &[f32],
+    allowed: &Allowed,
+    k: usize,
+) -> Result<Vec<(f32, DocId)>> {
+    let has_vector = segment.fast_fields().u64("has_vector")?;
+    let with_vector = |doc: DocId| has_vector.first(doc) == Some(1);
+    let rows = segment.max_doc() as usize;
+    if let Some(graph) = &vectors.graph {
+        let ef = graph::EF_SEARCH.max(k);
+        let similarity = |doc: DocId| vectors.similarity(query, doc);
+        let walked = match allowed {
+            Allowed::Alive => {
+                let alive = segment.alive_bitset();
+                let keep = |doc: DocId| alive.is_none_or(|a| a.is_alive(doc));
+                Some(graph.search(similarity, keep, ef, rows))
+            }
+            Allowed::Docs(docs) if walk_pays(docs.len(), rows, ef) => {
+                let bits = DocBits::new(docs, rows);
+                // A walk through a filter keeping a share s of the docs expands
+                // about ef / s nodes before it has ef results.
+                let budget = (4 * ef * rows / docs.len().max(1)).min(rows);
+                Some(graph.search(similarity, |doc| bits.contains(doc), ef, budget))
+            }
+            Allowed::Docs(_) => None,
+        };
+        if let Some(found) = walked.filter(|f| f.len() >= k.min(allowed_len(allowed, segment))) {
+            return Ok(found.into_iter().take(k).collect());
+        }
+    }
+    let docs: Box<dyn Iterator<Item = DocId>> = match allowed {
+        Allowed::Alive => Box::new(segment.doc_ids_alive()),
+        Allowed::Docs(docs) => Box::new(docs.iter().copied()),
+    };
+    let scored: Vec<(f32, DocAddress)> = docs
+        .filter(|&doc| with_vector(doc))
+        .filter_map(|doc| {
+            vectors
+                .similarity(query, doc)
+                .map(|s| (s, DocAddress::new(0, doc)))
+        })
+        .collect();
+    Ok(top_k(scored, k)
+        .into_iter()
+        .map(|(s, a)| (s, a.doc_id))
+        .collect())
+}
+
+/// Whether walking the graph under a filter keeping `kept` of `rows` docs is
+/// cheaper than scanning the kept docs: a scan costs `kept` dot products, a walk
+/// about `ef / share` expansions of ~32 neighbours each. They cross where
+/// `kept² = 32·ef·rows`.
+fn walk_pays(kept: usize, rows: usize, ef: usize) -> bool {
+    (kept as f64) * (kept as f64) >= 32.0 * ef as f64 * rows as f64
+}
+
+/// How many docs a search of this segment could return at most.
+fn allowed_len(allowed: &Allowed, segment: &SegmentReader) -> usize {
+    match allowed {
+        Allowed::Alive => segment.num_docs() as usize,
+        Allowed::Docs(docs) => docs.len(),
+    }
+}
+
+/// A set of doc ids as bits, for constant-time membership during a walk.
+struct DocBits(Vec<u64>);
+
+impl DocBits {
+    fn new(docs: &[DocId], rows: usize) -> DocBits {
+        let mut bits = vec![0u64; rows.div_ceil(64)];
+        for &doc in docs {
+            if let Some(word) = bits.get_mut(doc as usize / 64) {
+                *word |= 1 << (doc % 64);
+            }
+        }
+        DocBits(bits)
+    }
+
+    fn contains(&self, doc: DocId) -> bool {
+        self.0
+            .get(doc as usize / 64)
+            .is_some_and(|w| w >> (doc % 64) & 1 == 1)
     }
 }
 
@@ -178,24 +295,85 @@ pub fn coverage(searcher: &Searcher) -> Result<Coverage> {
     Ok(coverage)
 }
 
-/// Builds the files of new segments and removes those of segments that are gone.
-/// Writers call it after a commit; readers build missing files on open.
-pub fn sync(root: &Path, searcher: &Searcher, fields: &IndexFields, dim: usize) -> Result<()> {
+/// Builds the files of new segments (and the graphs of large ones) and removes
+/// those of segments that are gone. Writers call it after a commit; readers build
+/// missing `.vec` files on open but never graphs (a build takes seconds to
+/// minutes; without a graph a segment is scanned exactly).
+pub fn sync(
+    root: &Path,
+    searcher: &Searcher,
+    fields: &IndexFields,
+    dim: usize,
+    graph_min_rows: u32,
+) -> Result<()> {
     let dir = root.join("vectors");
     let mut live = Vec::new();
     for segment in searcher.segment_readers() {
-        live.push(ensure_segment_file(&dir, segment, fields, dim)?);
+        let vec_path = ensure_segment_file(&dir, segment, fields, dim)?;
+        live.push(vec_path.clone());
+        if let Some(graph_path) = ensure_graph(&dir, segment, &vec_path, dim, graph_min_rows)? {
+            live.push(graph_path);
+        }
     }
     if let Ok(entries) = fs::read_dir(&dir) {
         for entry in entries.flatten() {
             let path = entry.path();
-            let is_vector_file = path.extension().is_some_and(|e| e == "vec");
-            if is_vector_file && !live.contains(&path) {
+            let ours = path.extension().is_some_and(|e| e == "vec" || e == "hnsw");
+            if ours && !live.contains(&path) {
                 let _ = fs::remove_file(&path);
             }
         }
     }
     Ok(())
+}
+
+/// The segment's graph, built if the segment has enough vectors and no valid
+/// graph yet; `None` for a segment too small to need one.
+fn ensure_graph(
+    dir: &Path,
+    segment: &SegmentReader,
+    vec_path: &Path,
+    dim: usize,
+    min_rows: u32,
+) -> Result<Option<PathBuf>> {
+    let path = graph_file(dir, segment);
+    if Graph::open(&path, dim, segment.max_doc()).is_some() {
+        return Ok(Some(path));
+    }
+    let has_vector = segment.fast_fields().u64("has_vector")?;
+    let docs: Vec<DocId> = segment
+        .doc_ids_alive()
+        .filter(|&doc| has_vector.first(doc) == Some(1))
+        .collect();
+    if docs.len() < min_rows as usize {
+        return Ok(None);
+    }
+    let file = fs::File::open(vec_path).map_err(|e| Error::io(vec_path, e))?;
+    // SAFETY: as in `VectorIndex::open`: vector files never change once renamed in.
+    let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(vec_path, e))?;
+    let rows = SegmentVectors {
+        map,
+        dim,
+        graph: None,
+    };
+    graph::build(&path, dim, segment.max_doc(), &docs, |doc| {
+        rows.row(doc).and_then(|r| decode(r, dim))
+    })?;
+    Ok(Some(path))
+}
+
+/// How many graph files the store's `vectors/` folder holds.
+pub fn graph_count(root: &Path) -> usize {
+    fs::read_dir(root.join("vectors")).map_or(0, |entries| {
+        entries
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "hnsw"))
+            .count()
+    })
+}
+
+fn graph_file(dir: &Path, segment: &SegmentReader) -> PathBuf {
+    dir.join(format!("{}.hnsw", segment.segment_id().uuid_string()))
 }
 
 fn segment_file(dir: &Path, segment: &SegmentReader) -> PathBuf {
@@ -259,15 +437,6 @@ fn header_matches(path: &Path, dim: usize, rows: u32) -> bool {
     let word =
         |i: usize| u32::from_le_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]);
     &header[0..4] == MAGIC && word(4) == FORMAT && word(8) == dim as u32 && word(12) == rows
-}
-
-fn all_alive(searcher: &Searcher) -> Vec<(SegmentOrdinal, Vec<DocId>)> {
-    searcher
-        .segment_readers()
-        .iter()
-        .enumerate()
-        .map(|(ord, segment)| (ord as SegmentOrdinal, segment.doc_ids_alive().collect()))
-        .collect()
 }
 
 /// The `k` highest scores, best first.
