@@ -87,7 +87,7 @@ enum Command {
     Stats(JsonFlag),
 
     /// Compute vectors for records stored without one (`add --embed later`, or
-    /// added before the model was installed).
+    /// added before the model was installed), and build missing HNSW graphs.
     #[command(
         after_help = "Example:\n  knowledge-db add notes.jsonl --embed later && knowledge-db embed"
     )]

@@ -494,6 +494,10 @@ impl SegmentCollector for SegmentDocsCollector {
         self.docs.push(doc);
     }
 
+    fn collect_block(&mut self, docs: &[DocId]) {
+        self.docs.extend_from_slice(docs);
+    }
+
     fn harvest(self) -> Self::Fruit {
         (self.ord, self.docs)
     }
