@@ -66,3 +66,57 @@ fn a_folder_without_transcripts_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no transcripts found"));
 }
+
+/// `bench run` end to end on the real model: both stores are built, every
+/// retriever is timed and judged, the cache fills and serves a second run, and a
+/// sampled run perturbs what it did not embed.
+#[test]
+fn bench_run_measures_every_retriever_and_caches_vectors() {
+    let from = shared_eval("transcripts/claude-code-session-share");
+    let work = TestStore::uninitialised();
+    let dir = work.dir.path();
+    let run = |vectors: &str| {
+        work.json(&[
+            "bench",
+            "run",
+            "--from",
+            from.to_str().unwrap(),
+            "--records",
+            "120",
+            "--queries",
+            "20",
+            "--vectors",
+            vectors,
+            "--sample",
+            "30",
+            "--cli-runs",
+            "2",
+            "--work",
+            dir.join("work").to_str().unwrap(),
+            "--cache",
+            dir.join("cache.bin").to_str().unwrap(),
+        ])
+    };
+    let first = run("real");
+    assert_eq!(first["records"], 120);
+    let modes: Vec<&str> = first["search"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["mode"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["bm25", "vector", "hybrid"]);
+    let bm25 = &first["search"][0];
+    assert!(bm25["recall_at_10"].as_f64().unwrap() > 0.5, "{first}");
+    let with_vectors = &first["add_with_vectors"];
+    assert!(with_vectors["texts_embedded"].as_u64().unwrap() > 0);
+    assert!(first["add_bm25"]["bytes_per_record"].as_f64().unwrap() > 0.0);
+    assert_eq!(first["one_shot_cli"].as_array().unwrap().len(), 2);
+
+    let second = run("real");
+    assert_eq!(second["add_with_vectors"]["texts_embedded"], 0, "all cached");
+
+    let sampled = run("sampled");
+    assert!(sampled["add_with_vectors"]["texts_perturbed"].as_u64().unwrap() > 0);
+    assert!(sampled["note"].as_str().unwrap().contains("perturbations"));
+}

@@ -1,4 +1,5 @@
-//! Benchmark corpora made from real agent transcripts.
+//! Benchmark corpora made from real agent transcripts, and the benchmark run over
+//! them ([`run`]: throughput, latency, memory, disk and recall at a given size).
 //!
 //! To measure knowledge-db at scale we need many records that look like the ones
 //! agents really store, and queries whose right answer is known. [`generate`] makes
@@ -36,6 +37,8 @@
 //! bytes. Only the source turns (with long texts cut) are held in memory.
 
 pub mod gen;
+pub mod run;
 mod transcript_lite;
 
 pub use gen::{generate, GenError, GenOptions, GenSummary};
+pub use run::{run, RunOptions, RunReport, VectorPlan};

@@ -4,6 +4,7 @@
 //! function, print the result as text for people or as JSON (`--json`) for
 //! programs. Exit codes: 0 success, 1 error, 2 usage error.
 
+mod bench;
 mod output;
 
 use std::io::{IsTerminal, Write};
@@ -361,6 +362,14 @@ enum BenchCommand {
         after_help = "Example:\n  knowledge-db bench gen --from ../shared/eval/transcripts/claude-code-entire-cli --records 100000 --out /tmp/bench-100k\n  knowledge-db eval --corpus /tmp/bench-100k"
     )]
     Gen(GenArgs),
+
+    /// Measure a store of N generated records: add throughput with and without
+    /// vectors, search latency and recall@10 per retriever, one-shot CLI time,
+    /// peak memory and bytes on disk.
+    #[command(
+        after_help = "Examples:\n  knowledge-db bench run --from ../shared/eval/transcripts/claude-code-entire-cli --records 10000\n  knowledge-db bench run --from ../shared/eval/transcripts/claude-code-entire-cli --records 1000000 --vectors sampled --json"
+    )]
+    Run(bench::RunArgs),
 }
 
 #[derive(Debug, Args)]
@@ -427,6 +436,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Embed(args) => embed(&root, args),
         Command::Eval(args) => eval(args),
         Command::Bench(BenchCommand::Gen(args)) => bench_gen(args),
+        Command::Bench(BenchCommand::Run(args)) => bench::run(args),
     }
 }
 

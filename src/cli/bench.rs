@@ -1,0 +1,154 @@
+//! `knowledge-db bench run`: the benchmark of a store of N generated records.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::output;
+use crate::bench::run::{AddTiming, RunOptions, RunReport, VectorPlan};
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// Folder of Claude Code transcripts the records are made from
+    #[arg(long, value_name = "DIR")]
+    from: PathBuf,
+
+    /// Number of records
+    #[arg(long, default_value_t = 10_000)]
+    records: usize,
+
+    /// Number of generated queries (one judged answer each)
+    #[arg(long, default_value_t = 1_000)]
+    queries: usize,
+
+    /// Seed of the generator
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+
+    /// Where the corpus (reused between runs) and the stores are kept
+    /// [default: $TMPDIR/knowledge-db-bench]
+    #[arg(long, value_name = "DIR")]
+    work: Option<PathBuf>,
+
+    /// Vectors: real (every text through the model, cached between runs),
+    /// sampled (--sample texts embedded, the rest perturbed copies), or none
+    /// [default: real up to 100k records, sampled above]
+    #[arg(long, value_enum)]
+    vectors: Option<VectorPlan>,
+
+    /// Distinct texts embedded for real with --vectors sampled
+    #[arg(long, default_value_t = 20_000)]
+    sample: usize,
+
+    /// Vector cache file (text hash -> vector), kept between runs
+    /// [default: ~/.cache/knowledge-db/bench-vectors.bin]
+    #[arg(long, value_name = "FILE")]
+    cache: Option<PathBuf>,
+
+    /// One-shot `knowledge-db search` processes timed per mode
+    #[arg(long, default_value_t = 30)]
+    cli_runs: usize,
+
+    /// Print JSON instead of text
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let options = RunOptions {
+        from: args.from.clone(),
+        records: args.records,
+        queries: args.queries,
+        seed: args.seed,
+        work: args
+            .work
+            .clone()
+            .unwrap_or_else(|| std::env::temp_dir().join("knowledge-db-bench")),
+        vectors: args.vectors.unwrap_or(if args.records > 100_000 {
+            VectorPlan::Sampled
+        } else {
+            VectorPlan::Real
+        }),
+        sample: args.sample,
+        cache: args.cache.clone().unwrap_or_else(default_cache),
+        exe: std::env::current_exe()?,
+        cli_runs: args.cli_runs,
+    };
+    let spinner = output::spinner("benchmark");
+    let report = crate::bench::run(&options, &mut |phase| {
+        spinner.set_message(phase.to_string())
+    })?;
+    spinner.finish_and_clear();
+    if args.json {
+        output::print_json(&report)?;
+    } else {
+        print_report(&report);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn default_cache() -> PathBuf {
+    dirs::cache_dir()
+        .unwrap_or_else(|| Path::new(".cache").to_path_buf())
+        .join("knowledge-db")
+        .join("bench-vectors.bin")
+}
+
+fn print_report(r: &RunReport) {
+    println!(
+        "{} records, {} queries, vectors: {:?}",
+        r.records, r.queries, r.vectors
+    );
+    if let Some(note) = &r.note {
+        println!("note: {note}");
+    }
+    println!("read and parse     {:.2} s", r.read_and_parse_seconds);
+    print_add("add, BM25 only", &r.add_bm25);
+    if let Some(add) = &r.add_with_vectors {
+        print_add("add, with vectors", add);
+        println!(
+            "                   embedding {:.1} s ({} by the model{}, {} from cache, {} perturbed), index+commit {:.1} s",
+            add.embed_seconds,
+            add.texts_embedded,
+            add.model_texts_per_sec
+                .map(|t| format!(" at {t:.1} texts/s"))
+                .unwrap_or_default(),
+            add.texts_from_cache,
+            add.texts_perturbed,
+            add.index_and_commit_seconds
+        );
+    }
+    if let Some(ms) = r.query_embedding_p50_ms {
+        println!("query embedding    p50 {ms:.2} ms");
+    }
+    println!("| search (k=10, in process) | p50 ms | p95 ms | p99 ms | recall@10 | judged |");
+    println!("|---|---|---|---|---|---|");
+    for s in &r.search {
+        println!(
+            "| {:?} | {:.2} | {:.2} | {:.2} | {:.3} | {} |",
+            s.mode, s.p50_ms, s.p95_ms, s.p99_ms, s.recall_at_10, s.judged_queries
+        );
+    }
+    println!(
+        "peak RSS while searching {:.0} MB; {} HNSW graphs",
+        r.search_peak_rss_mb, r.vector_graphs
+    );
+    for c in &r.one_shot_cli {
+        println!(
+            "one-shot CLI search ({:?}, {} runs): p50 {:.1} ms, p95 {:.1} ms",
+            c.mode, c.runs, c.p50_ms, c.p95_ms
+        );
+    }
+}
+
+fn print_add(label: &str, a: &AddTiming) {
+    println!(
+        "{label:<19}{:.0} records/s ({:.1} s), peak RSS {:.0} MB, {} on disk ({:.0} B/record)",
+        a.records_per_sec,
+        a.seconds,
+        a.peak_rss_mb,
+        crate::record::input::human_bytes(a.disk_bytes),
+        a.bytes_per_record
+    );
+}
