@@ -114,9 +114,17 @@ fn bench_run_measures_every_retriever_and_caches_vectors() {
     assert_eq!(first["one_shot_cli"].as_array().unwrap().len(), 2);
 
     let second = run("real");
-    assert_eq!(second["add_with_vectors"]["texts_embedded"], 0, "all cached");
+    assert_eq!(
+        second["add_with_vectors"]["texts_embedded"], 0,
+        "all cached"
+    );
 
     let sampled = run("sampled");
-    assert!(sampled["add_with_vectors"]["texts_perturbed"].as_u64().unwrap() > 0);
+    assert!(
+        sampled["add_with_vectors"]["texts_perturbed"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
     assert!(sampled["note"].as_str().unwrap().contains("perturbations"));
 }

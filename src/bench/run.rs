@@ -69,6 +69,10 @@ pub struct RunOptions {
     /// The `knowledge-db` binary for the one-shot CLI timing.
     pub exe: PathBuf,
     pub cli_runs: usize,
+    /// Also write the documents, queries and their vectors here for the peers
+    /// (`benches/peers.py`): `docs.jsonl`, `queries.jsonl`, `doc_vectors.f32`,
+    /// `query_vectors.f32` (row-major little-endian f32, 384 per row).
+    pub export: Option<PathBuf>,
 }
 
 /// Time and memory of one way of adding the corpus.
@@ -208,6 +212,10 @@ pub fn run(options: &RunOptions, progress: &mut dyn FnMut(&str)) -> Result<RunRe
             ));
         }
         let real = real_targets(&records, &targets, &embedder);
+        if let Some(dir) = &options.export {
+            progress("exporting for the peers");
+            export(dir, &records, &queries, &targets, &mut embedder)?;
+        }
         report.add_with_vectors = Some(timing);
         (store, dir, real)
     };
@@ -249,6 +257,59 @@ pub fn run(options: &RunOptions, progress: &mut dyn FnMut(&str)) -> Result<RunRe
             .push(time_cli(options, &store_dir, &texts, mode)?);
     }
     Ok(report)
+}
+
+/// Writes what the peers need to index and query the same data the same way.
+fn export(
+    dir: &Path,
+    records: &[Record],
+    queries: &[crate::search::batch::BatchQuery],
+    targets: &[String],
+    embedder: &mut BenchEmbedder,
+) -> Result<()> {
+    fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let create = |name: &str| -> Result<BufWriter<fs::File>> {
+        let path = dir.join(name);
+        fs::File::create(&path)
+            .map(BufWriter::new)
+            .map_err(|e| Error::io(&path, e))
+    };
+    let io = |e| Error::io(dir, e);
+    let (mut docs, mut doc_vectors) = (create("docs.jsonl")?, create("doc_vectors.f32")?);
+    for record in records {
+        let text = format!("{}\n{}", record.fields.title, record.display_text());
+        let line = serde_json::json!({"id": record.id, "text": text.trim()});
+        writeln!(docs, "{line}").map_err(io)?;
+        let vector = embedder
+            .embed(&[embedding_text(record).as_str()])
+            .map_err(|e| Error::Usage(e.to_string()))?;
+        let row = vector
+            .first()
+            .map_or_else(|| vec![0u8; DIM * 4], |v| crate::vectors::encode(v));
+        doc_vectors.write_all(&row).map_err(io)?;
+    }
+    let (mut out, mut query_vectors) = (create("queries.jsonl")?, create("query_vectors.f32")?);
+    let texts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
+    let model = embedder.model().map_err(|e| Error::Usage(e.to_string()))?;
+    for (chunk, chunk_targets) in texts
+        .chunks(crate::embed::BATCH)
+        .zip(targets.chunks(crate::embed::BATCH))
+    {
+        let vectors = model
+            .embed(chunk)
+            .map_err(|e| Error::Usage(e.to_string()))?;
+        for ((text, target), v) in chunk.iter().zip(chunk_targets).zip(vectors) {
+            let line = serde_json::json!({"text": text, "target": target});
+            writeln!(out, "{line}").map_err(io)?;
+            query_vectors
+                .write_all(&crate::vectors::encode(&v))
+                .map_err(io)?;
+        }
+    }
+    for mut file in [docs, doc_vectors, out, query_vectors] {
+        file.flush().map_err(io)?;
+    }
+    Ok(())
 }
 
 fn read_corpus(corpus: &Path) -> Result<Vec<Record>> {

@@ -50,6 +50,10 @@ pub(crate) struct RunArgs {
     #[arg(long, default_value_t = 30)]
     cli_runs: usize,
 
+    /// Also write documents, queries and vectors here for `benches/peers.py`
+    #[arg(long, value_name = "DIR")]
+    export: Option<PathBuf>,
+
     /// Print JSON instead of text
     #[arg(long)]
     json: bool,
@@ -74,6 +78,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         cache: args.cache.clone().unwrap_or_else(default_cache),
         exe: std::env::current_exe()?,
         cli_runs: args.cli_runs,
+        export: args.export.clone(),
     };
     let spinner = output::spinner("benchmark");
     let report = crate::bench::run(&options, &mut |phase| {

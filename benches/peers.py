@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""The same records and queries through the stores users would pick instead.
+
+Reads the folder `knowledge-db bench run --export DIR` wrote (docs.jsonl,
+queries.jsonl, doc_vectors.f32, query_vectors.f32: the very vectors knowledge-db
+used) and measures, for each peer, index time, search latency per query
+(p50/p95/p99, k=10, in process, query vectors precomputed as for knowledge-db) and
+recall@10 of the generated queries:
+
+- sqlite-fts5:        SQLite FTS5 BM25 (what OpenClaw's built-in memory uses for text)
+- sqlite-fts5+vector: FTS5 top 100 + brute-force cosine top 100, fused like
+                      knowledge-db's default (min-max linear, vector weight 0.4):
+                      OpenClaw's built-in hybrid without sqlite-vec
+- bm25s:              the bm25s Python library (sparse-matrix BM25)
+- lancedb-hybrid:     LanceDB with its full-text index and vector search, fused by
+                      its default reranker (RRF)
+
+With `--knowledge-db REPORT.json` (the `bench run --json` output of the same run)
+it prints each peer's latency as a ratio to knowledge-db's.
+Not part of CI: run it with benches/peers.sh.
+"""
+import argparse
+import json
+import os
+import re
+import sqlite3
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+DIM = 384
+ALPHA = 0.4
+DEPTH = 100
+
+
+def load(folder):
+    docs = [json.loads(l) for l in open(os.path.join(folder, "docs.jsonl"))]
+    queries = [json.loads(l) for l in open(os.path.join(folder, "queries.jsonl"))]
+    dv = np.fromfile(os.path.join(folder, "doc_vectors.f32"), dtype="<f4").reshape(-1, DIM)
+    qv = np.fromfile(os.path.join(folder, "query_vectors.f32"), dtype="<f4").reshape(-1, DIM)
+    assert len(dv) == len(docs) and len(qv) == len(queries)
+    return docs, queries, dv, qv
+
+
+def pct(times, q):
+    times = sorted(times)
+    return times[min(len(times) - 1, int(len(times) * q))]
+
+
+def summary(name, index_s, n_docs, times, hits, n_queries):
+    return {
+        "peer": name,
+        "index_seconds": round(index_s, 3),
+        "records_per_sec": round(n_docs / index_s, 1) if index_s > 0 else None,
+        "p50_ms": round(pct(times, 0.5), 3),
+        "p95_ms": round(pct(times, 0.95), 3),
+        "p99_ms": round(pct(times, 0.99), 3),
+        "recall_at_10": round(hits / n_queries, 4),
+    }
+
+
+WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def fts_query(text):
+    terms = {t.lower() for t in WORD.findall(text)}
+    return " OR ".join('"%s"' % t.replace('"', "") for t in sorted(terms)) or '""'
+
+
+def minmax(pairs):
+    if not pairs:
+        return {}
+    lo, hi = min(s for _, s in pairs), max(s for _, s in pairs)
+    return {d: ((s - lo) / (hi - lo) if hi > lo else 1.0) for d, s in pairs}
+
+
+def run_sqlite(docs, queries, dv, qv, with_vectors):
+    folder = tempfile.mkdtemp()
+    db = sqlite3.connect(os.path.join(folder, "fts.db"))
+    start = time.perf_counter()
+    db.execute("CREATE VIRTUAL TABLE docs USING fts5(id UNINDEXED, text)")
+    db.executemany("INSERT INTO docs(id, text) VALUES (?, ?)", ((d["id"], d["text"]) for d in docs))
+    db.commit()
+    index_s = time.perf_counter() - start
+    ids = [d["id"] for d in docs]
+    rowid_of = {}
+    for rowid, doc_id in db.execute("SELECT rowid, id FROM docs"):
+        rowid_of[doc_id] = rowid
+    times, hits = [], 0
+    for q, vec in zip(queries, qv):
+        start = time.perf_counter()
+        rows = db.execute(
+            "SELECT id, -bm25(docs) FROM docs WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT ?",
+            (fts_query(q["text"]), DEPTH if with_vectors else 10),
+        ).fetchall()
+        if with_vectors:
+            sims = dv @ vec
+            top = np.argpartition(-sims, DEPTH)[:DEPTH] if len(sims) > DEPTH else np.arange(len(sims))
+            vector = minmax([(ids[i], float(sims[i])) for i in top])
+            text = minmax([(r[0], r[1]) for r in rows])
+            fused = {d: ALPHA * vector.get(d, 0.0) + (1 - ALPHA) * text.get(d, 0.0) for d in set(vector) | set(text)}
+            found = [d for d, _ in sorted(fused.items(), key=lambda x: -x[1])[:10]]
+        else:
+            found = [r[0] for r in rows]
+        times.append((time.perf_counter() - start) * 1000)
+        hits += q["target"] in found
+    name = "sqlite-fts5+vector" if with_vectors else "sqlite-fts5"
+    return summary(name, index_s, len(docs), times, hits, len(queries))
+
+
+def run_bm25s(docs, queries):
+    import bm25s
+
+    start = time.perf_counter()
+    corpus_tokens = bm25s.tokenize([d["text"] for d in docs], show_progress=False)
+    retriever = bm25s.BM25()
+    retriever.index(corpus_tokens, show_progress=False)
+    index_s = time.perf_counter() - start
+    times, hits = [], 0
+    for q in queries:
+        start = time.perf_counter()
+        tokens = bm25s.tokenize([q["text"]], show_progress=False)
+        results, _ = retriever.retrieve(tokens, k=min(10, len(docs)), show_progress=False, n_threads=1)
+        times.append((time.perf_counter() - start) * 1000)
+        hits += q["target"] in {docs[i]["id"] for i in results[0]}
+    return summary("bm25s", index_s, len(docs), times, hits, len(queries))
+
+
+def run_lancedb(docs, queries, dv, qv):
+    import lancedb
+    import pyarrow as pa
+
+    folder = tempfile.mkdtemp()
+    start = time.perf_counter()
+    db = lancedb.connect(folder)
+    table = db.create_table(
+        "docs",
+        pa.table({
+            "id": [d["id"] for d in docs],
+            "text": [d["text"] for d in docs],
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(dv.reshape(-1)), DIM),
+        }),
+    )
+    table.create_fts_index("text")
+    if len(docs) >= 100_000:
+        table.create_index(metric="cosine", vector_column_name="vector")
+    index_s = time.perf_counter() - start
+    times, hits = [], 0
+    for q, vec in zip(queries, qv):
+        start = time.perf_counter()
+        rows = (
+            table.search(query_type="hybrid")
+            .vector(vec.tolist())
+            .text(q["text"])
+            .limit(10)
+            .select(["id"])
+            .to_list()
+        )
+        times.append((time.perf_counter() - start) * 1000)
+        hits += q["target"] in {r["id"] for r in rows}
+    return summary("lancedb-hybrid", index_s, len(docs), times, hits, len(queries))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("export", help="the folder `bench run --export` wrote")
+    parser.add_argument("--knowledge-db", help="`bench run --json` report of the same run")
+    parser.add_argument("--skip", action="append", default=[], help="peer to leave out")
+    args = parser.parse_args()
+    docs, queries, dv, qv = load(args.export)
+    print(f"{len(docs)} records, {len(queries)} queries", file=sys.stderr)
+    runs = [
+        ("sqlite-fts5", lambda: run_sqlite(docs, queries, dv, qv, False)),
+        ("sqlite-fts5+vector", lambda: run_sqlite(docs, queries, dv, qv, True)),
+        ("bm25s", lambda: run_bm25s(docs, queries)),
+        ("lancedb-hybrid", lambda: run_lancedb(docs, queries, dv, qv)),
+    ]
+    results = []
+    for name, fn in runs:
+        if name in args.skip:
+            continue
+        print(f"running {name}...", file=sys.stderr)
+        try:
+            results.append(fn())
+        except Exception as e:  # a peer that fails to install or run is reported, not fatal
+            results.append({"peer": name, "error": f"{type(e).__name__}: {e}"})
+    ours = {}
+    if args.knowledge_db:
+        report = json.load(open(args.knowledge_db))
+        for s in report["search"]:
+            ours[s["mode"]] = s
+        ours["add"] = report["add_bm25"]
+    print("| peer | index records/s | p50 ms | p95 ms | p99 ms | recall@10 | knowledge-db equivalent | its p50 ms | its recall@10 | p50 ratio (peer / ours) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        if "error" in r:
+            print(f"| {r['peer']} | failed: {r['error']} |||||||||")
+            continue
+        mode = "hybrid" if ("vector" in r["peer"] or "hybrid" in r["peer"]) else "bm25"
+        o = ours.get(mode)
+        ratio = f"{r['p50_ms'] / o['p50_ms']:.1f}x" if o and o["p50_ms"] > 0 else "-"
+        print(
+            f"| {r['peer']} | {r['records_per_sec']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} | {r['recall_at_10']} "
+            f"| {mode} | {o['p50_ms'] if o else '-'} | {o['recall_at_10'] if o else '-'} | {ratio} |"
+        )
+    print(json.dumps(results), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
