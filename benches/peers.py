@@ -30,6 +30,9 @@ import time
 
 import numpy as np
 
+os.environ.setdefault("LANCE_LOG", "error")
+os.environ.setdefault("RUST_LOG", "error")
+
 DIM = 384
 ALPHA = 0.4
 DEPTH = 100

@@ -106,7 +106,7 @@ impl Default for Ranking {
             title_boost: 1.0,
             content_boost: 1.0,
             decisions_boost: 1.2,
-            files_boost: 1.5,
+            files_boost: 0.6,
             commands_boost: 1.0,
             errors_boost: 1.0,
         }
