@@ -6,6 +6,7 @@
 
 mod bench;
 mod output;
+mod verify;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -93,6 +94,16 @@ enum Command {
         after_help = "Example:\n  knowledge-db add notes.jsonl --embed later && knowledge-db embed"
     )]
     Embed(EmbedArgs),
+
+    /// Check the whole store: text index checksums, every record and embedding,
+    /// vector files and graphs. Exits 1 if anything is wrong.
+    #[command(after_help = "Example:\n  knowledge-db verify --json")]
+    Verify(verify::VerifyArgs),
+
+    /// Rebuild damaged or missing derived files (vector files, graphs) from the
+    /// stored embeddings; never deletes a record. Says what it did.
+    #[command(after_help = "Example:\n  knowledge-db verify || knowledge-db repair")]
+    Repair(verify::RepairArgs),
 
     /// Measure retrieval quality and speed on a BEIR folder.
     ///
@@ -435,6 +446,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Stats(args) => stats(&root, args.json),
         Command::Embed(args) => embed(&root, args),
         Command::Eval(args) => eval(args),
+        Command::Verify(args) => verify::run_verify(&root, args),
+        Command::Repair(args) => verify::run_repair(&root, args),
         Command::Bench(BenchCommand::Gen(args)) => bench_gen(args),
         Command::Bench(BenchCommand::Run(args)) => bench::run(args),
     }

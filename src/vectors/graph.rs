@@ -254,6 +254,22 @@ impl Graph {
         })
     }
 
+    /// Whether every neighbour slot holds a doc of this segment or is empty, and
+    /// every upper level's ids are sorted (reads the whole file).
+    pub fn links_in_bounds(&self) -> bool {
+        let slots_ok = |from: usize, count: usize| {
+            (from..from + count).all(|i| {
+                let id = self.word(i);
+                id == EMPTY || id < self.rows
+            })
+        };
+        slots_ok(self.level0, self.rows as usize * self.m0)
+            && self.upper.iter().all(|l| {
+                (1..l.count).all(|i| self.word(l.ids + i - 1) < self.word(l.ids + i))
+                    && slots_ok(l.slots, l.count * self.m)
+            })
+    }
+
     fn word(&self, i: usize) -> u32 {
         let b = &self.map[i * 4..i * 4 + 4];
         u32::from_le_bytes([b[0], b[1], b[2], b[3]])

@@ -372,6 +372,145 @@ pub fn graph_count(root: &Path) -> usize {
     })
 }
 
+/// Checks every segment's vector file (header, size, and each stored embedding
+/// equal to its row), its graph when the segment is large enough to need one,
+/// and files left by segments that no longer exist.
+pub fn verify(
+    root: &Path,
+    searcher: &Searcher,
+    dim: usize,
+    graph_min_rows: u32,
+) -> Result<Vec<crate::store::verify::Check>> {
+    use crate::store::verify::Check;
+    let dir = root.join("vectors");
+    let fields = IndexFields::from_schema(&searcher.schema().clone())?;
+    let (mut bad_files, mut mismatched_rows, mut missing) = (Vec::new(), 0u64, 0usize);
+    let (mut bad_graphs, mut missing_graphs, mut graphs) = (Vec::new(), 0usize, 0usize);
+    let mut live = Vec::new();
+    for segment in searcher.segment_readers() {
+        let path = segment_file(&dir, segment);
+        live.push(path.clone());
+        let graph_path = graph_file(&dir, segment);
+        live.push(graph_path.clone());
+        if !path.exists() {
+            missing += 1;
+        } else if !header_matches(&path, dim, segment.max_doc())
+            || fs::metadata(&path).map_or(0, |m| m.len())
+                != (HEADER + segment.max_doc() as usize * dim * 4) as u64
+        {
+            bad_files.push(path.clone());
+        } else {
+            let rows = rows_differing(&path, segment, &fields, dim)?;
+            if rows > 0 {
+                mismatched_rows += rows;
+                bad_files.push(path.clone());
+            }
+        }
+        let has_vector = segment.fast_fields().u64("has_vector")?;
+        let with_vectors = segment
+            .doc_ids_alive()
+            .filter(|&d| has_vector.first(d) == Some(1))
+            .count();
+        if graph_path.exists() {
+            graphs += 1;
+            let sound = Graph::open(&graph_path, dim, segment.max_doc())
+                .is_some_and(|g| g.links_in_bounds());
+            if !sound {
+                bad_graphs.push(graph_path);
+            }
+        } else if with_vectors >= graph_min_rows as usize {
+            missing_graphs += 1;
+        }
+    }
+    let orphans: Vec<PathBuf> = fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "vec" || e == "hnsw"))
+                .filter(|p| !live.contains(p))
+                .collect()
+        })
+        .unwrap_or_default();
+    let segments = searcher.segment_readers().len();
+    let vector_ok = bad_files.is_empty() && missing == 0;
+    let mut vector_detail = if vector_ok {
+        format!("{segments} segment vector file(s) match the stored embeddings")
+    } else {
+        format!(
+            "{} damaged, {missing} missing of {segments} vector files ({mismatched_rows} row(s) differ from the stored embeddings); `knowledge-db repair` rebuilds them from the stored embeddings",
+            bad_files.len()
+        )
+    };
+    if !orphans.is_empty() {
+        vector_detail.push_str(&format!("; {} file(s) of removed segments", orphans.len()));
+    }
+    let graph_ok = bad_graphs.is_empty() && missing_graphs == 0;
+    let graph_detail = if graph_ok {
+        format!(
+            "{graphs} graph(s) sound; segments under {graph_min_rows} vectors are scanned exactly"
+        )
+    } else {
+        format!(
+            "{} damaged, {missing_graphs} missing graph(s) (search scans those segments exactly); `knowledge-db repair` rebuilds them",
+            bad_graphs.len()
+        )
+    };
+    let mut rebuild_vectors = bad_files;
+    rebuild_vectors.extend(orphans);
+    Ok(vec![
+        Check {
+            name: "vector files",
+            ok: vector_ok && rebuild_vectors.is_empty(),
+            detail: vector_detail,
+            rebuildable: rebuild_vectors,
+        },
+        Check {
+            name: "vector graphs",
+            ok: graph_ok,
+            detail: graph_detail,
+            rebuildable: bad_graphs,
+        },
+    ])
+}
+
+/// Rows of a vector file that differ from the stored embeddings they copy.
+fn rows_differing(
+    path: &Path,
+    segment: &SegmentReader,
+    fields: &IndexFields,
+    dim: usize,
+) -> Result<u64> {
+    let file = fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    // SAFETY: as in `VectorIndex::open`.
+    let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+    let rows = SegmentVectors {
+        map,
+        dim,
+        graph: None,
+    };
+    let store = segment
+        .get_store_reader(64)
+        .map_err(|e| Error::io(path, e))?;
+    let zeros = vec![0u8; dim * 4];
+    let mut differing = 0;
+    for doc in 0..segment.max_doc() {
+        // An unreadable document is reported by the records check.
+        let Ok(stored) = store.get::<TantivyDocument>(doc) else {
+            continue;
+        };
+        let expected = stored
+            .get_first(fields.embedding)
+            .and_then(|v| v.as_bytes())
+            .filter(|b| b.len() == dim * 4)
+            .unwrap_or(&zeros);
+        if rows.row(doc) != Some(expected) {
+            differing += 1;
+        }
+    }
+    Ok(differing)
+}
+
 fn graph_file(dir: &Path, segment: &SegmentReader) -> PathBuf {
     dir.join(format!("{}.hnsw", segment.segment_id().uuid_string()))
 }
