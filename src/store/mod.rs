@@ -244,13 +244,7 @@ impl Store {
         writer.wait_merging_threads()?;
         if changed {
             let searcher = self.reader()?.searcher();
-            crate::vectors::sync(
-                &self.root,
-                &searcher,
-                &self.fields,
-                crate::embed::DIM,
-                self.config.embedding.graph_min_rows(),
-            )?;
+            self.sync_vectors(&searcher)?;
         }
         Ok(())
     }
@@ -386,9 +380,14 @@ impl Store {
     pub fn index_vectors(&self, lock_timeout: Duration) -> Result<()> {
         let _lock = WriterLock::acquire(&self.root.join("LOCK"), lock_timeout)?;
         let searcher = self.reader()?.searcher();
+        self.sync_vectors(&searcher)
+    }
+
+    /// Vector files and graphs for the segments of `searcher`; see [`crate::vectors::sync`].
+    fn sync_vectors(&self, searcher: &Searcher) -> Result<()> {
         crate::vectors::sync(
             &self.root,
-            &searcher,
+            searcher,
             &self.fields,
             crate::embed::DIM,
             self.config.embedding.graph_min_rows(),
