@@ -352,14 +352,23 @@ impl SearchEngine {
         } else {
             k
         };
-        let bm25 = if rank.mode == Mode::Vector {
-            Vec::new()
-        } else {
-            self.top_docs(text_query, filters, depth)?
-        };
-        let vector = match vector_side {
-            Some(side) => self.vector_top(side, query, filters, depth)?,
-            None => Vec::new(),
+        let (bm25, vector) = match (rank.mode, vector_side) {
+            (Mode::Vector, Some(side)) => {
+                (Vec::new(), self.vector_top(side, query, filters, depth)?)
+            }
+            (_, None) => (self.top_docs(text_query, filters, depth)?, Vec::new()),
+            // Both retrievers: the query embedding and the vector search run on a
+            // second thread while BM25 runs here, so hybrid costs the slower of
+            // the two, not their sum.
+            (_, Some(side)) => std::thread::scope(|scope| {
+                let vector = scope.spawn(|| self.vector_top(side, query, filters, depth));
+                let bm25 = self.top_docs(text_query, filters, depth);
+                // A panic there is a bug; re-raise it as if it happened here.
+                let vector = vector
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                Ok::<_, Error>((bm25?, vector?))
+            })?,
         };
         let mut fused = fusion::fuse(&bm25, &vector, rank.fusion, rank.alpha);
         if rank.mode != Mode::Hybrid || vector_side.is_none() {
