@@ -427,8 +427,10 @@ pub fn verify(
             entries
                 .flatten()
                 .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "vec" || e == "hnsw"))
-                .filter(|p| !live.contains(p))
+                .filter(|p| {
+                    let ours = p.extension().is_some_and(|e| e == "vec" || e == "hnsw");
+                    (ours && !live.contains(p)) || is_stale_temporary(p)
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -443,7 +445,10 @@ pub fn verify(
         )
     };
     if !orphans.is_empty() {
-        vector_detail.push_str(&format!("; {} file(s) of removed segments", orphans.len()));
+        vector_detail.push_str(&format!(
+            "; {} file(s) of removed segments or killed writes",
+            orphans.len()
+        ));
     }
     let graph_ok = bad_graphs.is_empty() && missing_graphs == 0;
     let graph_detail = if graph_ok {
@@ -472,6 +477,21 @@ pub fn verify(
             rebuildable: bad_graphs,
         },
     ])
+}
+
+/// A temporary file left by a process killed while writing a vector file or a
+/// graph. Young ones may belong to a process still writing, so only files older
+/// than a minute count.
+fn is_stale_temporary(path: &Path) -> bool {
+    let temporary = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with(".tmp"));
+    let age = fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok());
+    temporary && age.is_some_and(|a| a > std::time::Duration::from_secs(60))
 }
 
 /// Rows of a vector file that differ from the stored embeddings they copy.
