@@ -72,6 +72,7 @@ pub fn record_json(record: &Record) -> Value {
         "access_count": record.access_count,
         "last_accessed": record.last_accessed,
         "citation": record.citation(),
+        "context": record.context,
         "source": record.source,
     })
 }

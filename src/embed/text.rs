@@ -29,6 +29,12 @@ pub fn embedding_text(record: &Record) -> String {
             parts.push(&f.content);
         }
     }
+    // The previous turn goes last, after the record's own words, so that when the
+    // model's 256 tokens run out it is the context that is cut.
+    let context = record.context.as_deref().map(|c| format!("(after: {c})"));
+    if matches!(record.kind, Kind::Message | Kind::Note) {
+        parts.extend(context.as_deref());
+    }
     let mut text = String::new();
     for part in parts.into_iter().map(str::trim).filter(|p| !p.is_empty()) {
         if !text.is_empty() {

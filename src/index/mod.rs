@@ -147,6 +147,11 @@ impl IndexFields {
         doc.add_text(self.tier, record.tier.as_str());
         doc.add_text(self.title, &f.title);
         doc.add_text(self.content, &f.content);
+        // The previous turn counts as more of the content (one field, so a word in
+        // both is not scored twice); snippets come from the record, not the index.
+        if let Some(context) = &record.context {
+            doc.add_text(self.content, context);
+        }
         for (field, values) in [
             (self.decisions, &f.decisions),
             (self.files, &f.files),
@@ -226,6 +231,11 @@ pub fn record_hash(record: &Record) -> u64 {
     // serde_json with preserve_order writes keys as given, so the same input is the same bytes.
     if serde_json::to_writer(&mut bytes, &record.source).is_err() {
         bytes.extend_from_slice(record.id.as_bytes());
+    }
+    // A record whose conversation context changed is a new version of it.
+    if let Some(context) = &record.context {
+        bytes.push(0);
+        bytes.extend_from_slice(context.as_bytes());
     }
     xxhash_rust::xxh3::xxh3_64(&bytes)
 }

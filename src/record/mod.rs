@@ -7,6 +7,7 @@
 //! trip; the searchable fields (title, content, decisions, files, commands, errors,
 //! session, turn range, timestamp) are derived from it by [`parse`].
 
+pub mod context;
 pub mod input;
 pub mod parse;
 
@@ -86,6 +87,11 @@ pub struct Record {
     pub access_count: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_accessed: Option<String>,
+    /// What came just before this record in its conversation (the previous
+    /// turn), indexed and embedded with it but never shown as its text; see
+    /// [`context`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
     /// The caller's JSON, verbatim.
     pub source: Value,
     /// Searchable fields derived from `source`; not stored, re-derived on read.

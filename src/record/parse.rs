@@ -47,6 +47,10 @@ pub fn parse_record(
     let id = record_id(kind, object).map_err(|(f, m)| fail(Some(&f), m))?;
     let namespace = namespace(object, options).map_err(|(f, m)| fail(Some(&f), m))?;
     let fields = derive_fields(kind, &value).map_err(|(f, m)| fail(Some(&f), m))?;
+    let context = opt_str(object, "context")
+        .map_err(|(f, m)| fail(Some(&f), m))?
+        .map(|c| super::context::clip(&c))
+        .filter(|c| !c.trim().is_empty());
     if fields.title.trim().is_empty() && fields.content.trim().is_empty() {
         return Err(fail(
             Some(text_field_name(kind)),
@@ -62,6 +66,7 @@ pub fn parse_record(
         pruned: false,
         access_count: 0,
         last_accessed: None,
+        context,
         source: value,
         fields,
     })

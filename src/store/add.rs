@@ -47,6 +47,7 @@ pub fn read_records(
     if !errors.is_empty() {
         return Err(Error::Input(InputErrors(errors)));
     }
+    crate::record::context::link_previous_turns(&mut records);
     Ok((records, read.bytes, read.skipped_files))
 }
 
