@@ -54,6 +54,7 @@ pub mod index;
 pub mod record;
 pub mod search;
 pub mod store;
+pub mod transcript;
 pub mod vectors;
 
 pub use error::{Error, Result};

@@ -5,6 +5,7 @@
 //! programs. Exit codes: 0 success, 1 error, 2 usage error.
 
 mod bench;
+mod ingest;
 mod output;
 mod verify;
 
@@ -117,6 +118,11 @@ enum Command {
     /// Generate benchmark corpora from real agent transcripts.
     #[command(subcommand)]
     Bench(BenchCommand),
+
+    /// Store agent transcripts (Claude Code, OpenClaw, generic JSONL) as
+    /// searchable messages; a transcript that grew adds only its new part.
+    #[command(after_help = ingest::AFTER_HELP)]
+    Ingest(ingest::IngestArgs),
 }
 
 #[derive(Debug, Args)]
@@ -450,6 +456,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Repair(args) => verify::run_repair(&root, args),
         Command::Bench(BenchCommand::Gen(args)) => bench_gen(args),
         Command::Bench(BenchCommand::Run(args)) => bench::run(args),
+        Command::Ingest(args) => ingest::run(&root, args),
     }
 }
 
