@@ -47,6 +47,7 @@
 
 pub mod bench;
 pub mod cli;
+pub mod context;
 pub mod embed;
 pub mod error;
 pub mod eval;
