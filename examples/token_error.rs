@@ -28,7 +28,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             chars += text.len();
             if tsv {
                 let [alnum, space, punct, other] = char_classes(&text);
-                println!("{exact}\t{alnum}\t{space}\t{punct}\t{other}\t{}", t.session_id);
+                println!(
+                    "{exact}\t{alnum}\t{space}\t{punct}\t{other}\t{}",
+                    t.session_id
+                );
             }
             if exact >= 1 {
                 per_message.push((est as f64 - exact as f64) / exact as f64);

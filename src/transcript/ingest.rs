@@ -64,7 +64,7 @@ pub fn message_record(transcript: &Transcript, message: &Message, namespace: &st
         "files": message.files(),
         "commands": message.commands(),
         "errors": message.error_lines(),
-        "source": {
+        "origin": {
             "path": transcript.path.display().to_string(),
             "format": transcript.format.as_str(),
             "line": message.line,
@@ -141,6 +141,8 @@ pub struct IngestState {
     pub prefix_hash: u64,
     /// User prompts before `resume_offset`, so turn indices continue.
     pub prompts_before: u64,
+    /// The transcript's session id (an OpenClaw header is not read again on resume).
+    pub session_id: String,
 }
 
 /// What to ingest and how.
@@ -282,6 +284,7 @@ fn resume_point(store: &Store, path: &Path, bytes: &[u8]) -> ReadFrom {
     ReadFrom {
         offset: state.resume_offset,
         prompts_before: state.prompts_before,
+        session_id: Some(state.session_id),
     }
 }
 
@@ -307,6 +310,7 @@ fn next_state(t: &Transcript, bytes: &[u8]) -> IngestState {
         resume_offset: resume,
         prefix_hash: xxhash_rust::xxh3::xxh3_64(&bytes[..resume as usize]),
         prompts_before: prompts,
+        session_id: t.session_id.clone(),
     }
 }
 

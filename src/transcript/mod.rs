@@ -423,11 +423,13 @@ impl Transcript {
 }
 
 /// Where to start reading, and what came before (for resumed reads).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ReadFrom {
     pub offset: u64,
     /// User prompts before `offset`, so turn indices continue.
     pub prompts_before: u64,
+    /// The session id read before `offset` (e.g. from an OpenClaw header).
+    pub session_id: Option<String>,
 }
 
 /// Reads a transcript file (`.gz` is decompressed), detecting the format when `None`.
@@ -468,6 +470,7 @@ pub fn read_slice(
     };
     let stem = file_stem(path);
     let mut builder = Builder::new(from.prompts_before);
+    builder.session_id = from.session_id;
     let start = (from.offset as usize).min(bytes.len());
     if start == 0 && generic::is_whole_json(bytes) {
         generic::read_whole_json(bytes, &mut builder);
@@ -610,8 +613,12 @@ impl Builder {
         start: usize,
         end: usize,
     ) -> Transcript {
+        let session_id = self.session_id.unwrap_or(stem);
         let mut prompts = self.prompts_before;
         for message in &mut self.messages {
+            if message.session_id.is_none() {
+                message.session_id = Some(session_id.clone());
+            }
             if message.is_prompt() {
                 prompts += 1;
             }
@@ -620,7 +627,7 @@ impl Builder {
         Transcript {
             path: path.to_path_buf(),
             format,
-            session_id: self.session_id.unwrap_or(stem),
+            session_id,
             messages: self.messages,
             titles: self.titles,
             skipped: self.skipped,
@@ -815,6 +822,7 @@ mod tests {
         let from = ReadFrom {
             offset: 30,
             prompts_before: 1,
+            session_id: None,
         };
         let t = read_slice(Path::new("x.jsonl"), text, None, from).unwrap();
         assert_eq!(t.messages.len(), 1);
