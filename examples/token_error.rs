@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use knowledge_db::context::tokens::{char_classes, estimate, Tokenizer};
+use knowledge_db::context::tokens::{char_classes, estimate, Tokenizer, MESSAGE_OVERHEAD};
 use knowledge_db::transcript::{find_files, read_file, ReadFrom};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -23,13 +23,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (mut exact_sum, mut est_sum) = (0usize, 0usize);
         for m in &t.messages {
             let text = m.text();
-            let exact = Tokenizer::O200k.count(&text);
-            let est = estimate(&text);
+            // As a prompt counts them: each with the per-message overhead.
+            let exact = Tokenizer::O200k.count(&text) + MESSAGE_OVERHEAD;
+            let est = estimate(&text) + MESSAGE_OVERHEAD;
             chars += text.len();
             if tsv {
                 let [alnum, space, punct, other] = char_classes(&text);
                 println!(
-                    "{exact}\t{alnum}\t{space}\t{punct}\t{other}\t{}",
+                    "{}\t{alnum}\t{space}\t{punct}\t{other}\t{}",
+                    exact - MESSAGE_OVERHEAD,
                     t.session_id
                 );
             }

@@ -261,7 +261,7 @@ fn ingest_reads_only_what_a_transcript_added() {
     let line = |i: usize| {
         format!(
             "{{\"role\":\"{}\",\"content\":\"message number {i} about zebra{i}\",\"id\":\"x{i}\",\"timestamp\":\"2026-05-01T12:00:{i:02}Z\"}}\n",
-            if i % 2 == 0 { "user" } else { "assistant" }
+            if i.is_multiple_of(2) { "user" } else { "assistant" }
         )
     };
     std::fs::write(&file, (0..4).map(line).collect::<String>()).unwrap();
