@@ -7,3 +7,4 @@
 
 pub mod evict;
 pub mod tokens;
+pub mod truncate;
