@@ -93,7 +93,7 @@ pub fn truncate_tool_outputs(
                 continue;
             };
             let call = calls.get(tool_use_id.as_str());
-            let files = call.map(|c| call_files(c)).unwrap_or_default();
+            let files = call.map(call_files).unwrap_or_default();
             let old = step <= recent_from;
             let long = count(content) > options.max_tokens;
             let active = files.iter().any(|f| recent_files.contains(f));
