@@ -6,5 +6,6 @@
 //! ([`evict`]), and writes what it dropped to the store so search finds it again.
 
 pub mod evict;
+pub mod priority;
 pub mod tokens;
 pub mod truncate;
