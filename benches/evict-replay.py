@@ -45,12 +45,13 @@ for r in rows:
 
 # Queries: the first 16 words of each evicted message's stored text.
 qfile = os.path.join(work, "queries.jsonl")
-records = {}
+records, sources = {}, {}
 ids = list(queries)
 for i in range(0, len(ids), 500):
     out = json.loads(kdb("get", *ids[i:i + 500])) if len(ids[i:i + 500]) > 1 else {"records": [json.loads(kdb("get", ids[i]))]}
     for r in out["records"]:
         records[r["id"]] = r["source"]["text"]
+        sources[r["id"]] = r["source"]
 with open(qfile, "w") as q:
     for rid in ids:
         words = re.findall(r"\S+", records[rid])[:16]
@@ -65,3 +66,31 @@ for line in out.splitlines():
     top1 += bool(got) and got[0] == r["query_id"]
 print(f"evicted messages: {n}; found in top 10 by a query from their own text: {top10} ({100*top10/max(n,1):.1f}%); top 1: {top1} ({100*top1/max(n,1):.1f}%)")
 print(f"eviction (rolling_evict incl. token counting) mean {statistics.mean(r[5] for r in rows):.3f}s, max {max(r[5] for r in rows):.3f}s; store kept in {work}")
+
+# The same queries against turn records (a user prompt with the replies and tool
+# calls that follow it, in one record), to choose the unit ingest stores.
+turn_store = os.path.join(work, "turns")
+subprocess.run([a.bin, "--store", turn_store, "init"], check=True, capture_output=True)
+turns, turn_of = {}, {}
+for rid in ids:
+    src = sources[rid]
+    key = f"{src['session_id']}:turn:{src['turn_index']}"
+    turns.setdefault(key, []).append(records[rid])
+    turn_of[rid] = key
+tfile = os.path.join(work, "turns.jsonl")
+with open(tfile, "w") as t:
+    for key, texts in turns.items():
+        t.write(json.dumps({"kind": "message", "id": key, "role": "turn", "text": "\n".join(texts)}) + "\n")
+subprocess.run([a.bin, "--store", turn_store, "add", tfile, "--embed", "later"], check=True, capture_output=True)
+out = subprocess.run([a.bin, "--store", turn_store, "search", "--queries", qfile, "--mode", "bm25", "-k", "10", "--all-namespaces"],
+                     check=True, capture_output=True, text=True).stdout
+t10 = t1 = 0
+for line in out.splitlines():
+    r = json.loads(line)
+    got = [x["id"] for x in r["results"]]
+    t10 += turn_of[r["query_id"]] in got
+    t1 += bool(got) and got[0] == turn_of[r["query_id"]]
+chars_msg = statistics.mean(len(records[i]) for i in ids) if ids else 0
+chars_turn = statistics.mean(len("\n".join(v)) for v in turns.values()) if turns else 0
+print(f"as turn records ({len(turns)} turns): the message's turn in top 10: {t10} ({100*t10/max(n,1):.1f}%); top 1: {t1} ({100*t1/max(n,1):.1f}%)")
+print(f"mean record text: message {chars_msg:.0f} chars, turn {chars_turn:.0f} chars")
