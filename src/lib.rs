@@ -16,6 +16,8 @@
 //! - [`search`]: queries, filters, snippets, batch search;
 //! - [`eval`]: BEIR evaluation, the yardstick for ranking changes;
 //! - [`bench`]: realistic corpora generated from real agent transcripts;
+//! - [`transcript`]: Claude Code, OpenClaw and generic transcripts in one message model;
+//! - [`context`]: token counting, rolling eviction, tool-output truncation, priorities;
 //! - [`cli`]: the `knowledge-db` command line.
 //!
 //! ```
