@@ -26,6 +26,7 @@ rm -rf "$demo"
 echo "==> creating a demo store at $demo"
 "$bin" --store "$demo" init
 "$bin" --store "$demo" add data-samples/
+"$bin" --store "$demo" ingest data-samples/transcripts/
 echo "==> knowledge-db search \"oauth2.py refresh\""
 "$bin" --store "$demo" search "oauth2.py refresh" -k 2
 echo "==> knowledge-db search parseConfig --kind segment"

@@ -16,6 +16,8 @@
 //! - [`search`]: queries, filters, snippets, batch search;
 //! - [`eval`]: BEIR evaluation, the yardstick for ranking changes;
 //! - [`bench`]: realistic corpora generated from real agent transcripts;
+//! - [`transcript`]: Claude Code, OpenClaw and generic transcripts in one message model;
+//! - [`context`]: token counting, rolling eviction, tool-output truncation, priorities;
 //! - [`cli`]: the `knowledge-db` command line.
 //!
 //! ```
@@ -47,6 +49,7 @@
 
 pub mod bench;
 pub mod cli;
+pub mod context;
 pub mod embed;
 pub mod error;
 pub mod eval;
@@ -54,6 +57,7 @@ pub mod index;
 pub mod record;
 pub mod search;
 pub mod store;
+pub mod transcript;
 pub mod vectors;
 
 pub use error::{Error, Result};

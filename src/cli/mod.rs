@@ -5,6 +5,8 @@
 //! programs. Exit codes: 0 success, 1 error, 2 usage error.
 
 mod bench;
+mod context;
+mod ingest;
 mod output;
 mod verify;
 
@@ -117,6 +119,20 @@ enum Command {
     /// Generate benchmark corpora from real agent transcripts.
     #[command(subcommand)]
     Bench(BenchCommand),
+
+    /// Store agent transcripts (Claude Code, OpenClaw, generic JSONL) as
+    /// searchable messages; a transcript that grew adds only its new part.
+    #[command(after_help = ingest::AFTER_HELP)]
+    Ingest(ingest::IngestArgs),
+
+    /// Count a transcript's tokens per message and in total, by model family.
+    #[command(after_help = context::TOKENS_HELP)]
+    Tokens(context::TokensArgs),
+
+    /// Roll a transcript's context: evict the oldest messages to the store until
+    /// the rest fit the budget; print the kept messages and one eviction note.
+    #[command(after_help = context::EVICT_HELP)]
+    Evict(context::EvictArgs),
 }
 
 #[derive(Debug, Args)]
@@ -450,6 +466,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Repair(args) => verify::run_repair(&root, args),
         Command::Bench(BenchCommand::Gen(args)) => bench_gen(args),
         Command::Bench(BenchCommand::Run(args)) => bench::run(args),
+        Command::Ingest(args) => ingest::run(&root, args),
+        Command::Tokens(args) => context::tokens(args),
+        Command::Evict(args) => context::evict(&root, args),
     }
 }
 

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Replay the largest real transcripts through `knowledge-db evict` and find every
+evicted message again with `knowledge-db search`.
+
+    benches/evict-replay.py [DIR] [N] [--window 200000] [--bin target/release/knowledge-db]
+
+For each of the N largest transcripts in DIR (by decompressed size) it runs
+`evict --context-window W --json` into one fresh store, then searches (BM25, k=10,
+one batch) for every evicted message with a query made from its own text (its
+first 16 words) and reports how often the message is in the top 10 (and top 1),
+the eviction times and the token counts.
+"""
+import argparse, gzip, json, os, re, statistics, subprocess, sys, tempfile, time
+
+p = argparse.ArgumentParser()
+p.add_argument("dir", nargs="?", default="../shared/eval/transcripts/claude-code-entire-cli")
+p.add_argument("n", nargs="?", type=int, default=20)
+p.add_argument("--window", type=int, default=200000)
+p.add_argument("--bin", default="target/release/knowledge-db")
+a = p.parse_args()
+
+files = [os.path.join(a.dir, f) for f in os.listdir(a.dir) if f.endswith((".jsonl", ".jsonl.gz"))]
+def size(f):
+    opener = gzip.open if f.endswith(".gz") else open
+    with opener(f, "rb") as fh:
+        return len(fh.read())
+files = sorted(files, key=size, reverse=True)[: a.n]
+
+work = tempfile.mkdtemp(prefix="evict-replay-")
+store = os.path.join(work, "store")
+kdb = lambda *args: subprocess.run([a.bin, "--store", store, *args], check=True, capture_output=True, text=True).stdout
+kdb("init")
+queries, rows = [], []
+for f in files:
+    started = time.perf_counter()
+    report = json.loads(kdb("evict", "--transcript", f, "--context-window", str(a.window), "--json"))
+    wall = time.perf_counter() - started
+    rows.append((os.path.basename(f), report["messages_before"], report["evicted_count"],
+                 report["tokens_before"], report["tokens_after"], report["evict_seconds"], wall))
+    for rid in report["evicted_ids"]:
+        queries.append(rid)
+print(f"{'transcript':60} {'msgs':>6} {'evicted':>7} {'tokens before':>13} {'after':>7} {'evict s':>8} {'cli s':>6}")
+for r in rows:
+    print(f"{r[0]:60} {r[1]:6} {r[2]:7} {r[3]:13} {r[4]:7} {r[5]:8.3f} {r[6]:6.2f}")
+
+# Queries: the first 16 words of each evicted message's stored text.
+qfile = os.path.join(work, "queries.jsonl")
+records, sources = {}, {}
+ids = list(queries)
+for i in range(0, len(ids), 500):
+    out = json.loads(kdb("get", *ids[i:i + 500])) if len(ids[i:i + 500]) > 1 else {"records": [json.loads(kdb("get", ids[i]))]}
+    for r in out["records"]:
+        records[r["id"]] = r["source"]["text"]
+        sources[r["id"]] = r["source"]
+with open(qfile, "w") as q:
+    for rid in ids:
+        words = re.findall(r"\S+", records[rid])[:16]
+        q.write(json.dumps({"_id": rid, "text": " ".join(words)}) + "\n")
+out = kdb("search", "--queries", qfile, "--mode", "bm25", "-k", "10", "--all-namespaces")
+top10 = top1 = n = 0
+for line in out.splitlines():
+    r = json.loads(line)
+    got = [x["id"] for x in r["results"]]
+    n += 1
+    top10 += r["query_id"] in got
+    top1 += bool(got) and got[0] == r["query_id"]
+print(f"evicted messages: {n}; found in top 10 by a query from their own text: {top10} ({100*top10/max(n,1):.1f}%); top 1: {top1} ({100*top1/max(n,1):.1f}%)")
+print(f"eviction (rolling_evict incl. token counting) mean {statistics.mean(r[5] for r in rows):.3f}s, max {max(r[5] for r in rows):.3f}s; store kept in {work}")
+
+# The same queries against turn records (a user prompt with the replies and tool
+# calls that follow it, in one record), to choose the unit ingest stores.
+turn_store = os.path.join(work, "turns")
+subprocess.run([a.bin, "--store", turn_store, "init"], check=True, capture_output=True)
+turns, turn_of = {}, {}
+for rid in ids:
+    src = sources[rid]
+    key = f"{src['session_id']}:turn:{src['turn_index']}"
+    turns.setdefault(key, []).append(records[rid])
+    turn_of[rid] = key
+tfile = os.path.join(work, "turns.jsonl")
+with open(tfile, "w") as t:
+    for key, texts in turns.items():
+        t.write(json.dumps({"kind": "message", "id": key, "role": "turn", "text": "\n".join(texts)}) + "\n")
+subprocess.run([a.bin, "--store", turn_store, "add", tfile, "--embed", "later"], check=True, capture_output=True)
+out = subprocess.run([a.bin, "--store", turn_store, "search", "--queries", qfile, "--mode", "bm25", "-k", "10", "--all-namespaces"],
+                     check=True, capture_output=True, text=True).stdout
+t10 = t1 = 0
+for line in out.splitlines():
+    r = json.loads(line)
+    got = [x["id"] for x in r["results"]]
+    t10 += turn_of[r["query_id"]] in got
+    t1 += bool(got) and got[0] == turn_of[r["query_id"]]
+chars_msg = statistics.mean(len(records[i]) for i in ids) if ids else 0
+chars_turn = statistics.mean(len("\n".join(v)) for v in turns.values()) if turns else 0
+print(f"as turn records ({len(turns)} turns): the message's turn in top 10: {t10} ({100*t10/max(n,1):.1f}%); top 1: {t1} ({100*t1/max(n,1):.1f}%)")
+print(f"mean record text: message {chars_msg:.0f} chars, turn {chars_turn:.0f} chars")

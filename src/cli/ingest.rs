@@ -1,0 +1,165 @@
+//! `knowledge-db ingest`: store agent transcripts as searchable messages.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+
+use super::{load_embedder, output, EmbedWhen};
+use crate::embed::Embedder;
+use crate::store::Store;
+use crate::transcript::ingest::{ingest, IngestOptions, IngestReport};
+use crate::transcript::{find_files, Format};
+
+pub const AFTER_HELP: &str = "\
+Examples:
+  knowledge-db ingest ~/.claude/projects/-home-me-proj/4f1c9a2e.jsonl
+  knowledge-db ingest ~/.claude/projects/-home-me-proj/ --namespace proj --embed later
+  knowledge-db ingest ~/.openclaw/agents/main/sessions/ --format openclaw
+  knowledge-db ingest --dry-run ../shared/eval/transcripts/claude-code-entire-cli --json
+
+Each message becomes a `message` record (id <session>:<message uuid>) with its role,
+turn index, timestamp, tool names, commands and file paths. Running ingest again on a
+transcript that grew reads and adds only the new part; unchanged messages are not
+rewritten. Folders are searched for .jsonl, .jsonl.gz and .json files (subagent
+transcripts included). --dry-run reads and counts without a store.";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Detect from the first lines
+    Auto,
+    /// Claude Code session JSONL
+    ClaudeCode,
+    /// OpenClaw / pi session format v3
+    Openclaw,
+    /// One {role, content, timestamp} object a line
+    Generic,
+}
+
+impl FormatArg {
+    pub fn format(self) -> Option<Format> {
+        match self {
+            FormatArg::Auto => None,
+            FormatArg::ClaudeCode => Some(Format::ClaudeCode),
+            FormatArg::Openclaw => Some(Format::Openclaw),
+            FormatArg::Generic => Some(Format::Generic),
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    /// Transcript files (.jsonl, .jsonl.gz, .json) or folders of them
+    #[arg(required = true, value_name = "TRANSCRIPT")]
+    paths: Vec<PathBuf>,
+
+    /// Transcript format
+    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+    format: FormatArg,
+
+    /// Namespace for the messages (a project or workspace)
+    #[arg(long, value_name = "NS", default_value = crate::record::DEFAULT_NAMESPACE)]
+    namespace: String,
+
+    /// Embed now, or later (`knowledge-db embed` adds the vectors)
+    /// [default: `embedding.on_add` in config.toml, else now]
+    #[arg(long, value_enum)]
+    embed: Option<EmbedWhen>,
+
+    /// Read every file from the start, ignoring the saved read positions
+    #[arg(long)]
+    full: bool,
+
+    /// Read and count only; write nothing (needs no store)
+    #[arg(long)]
+    dry_run: bool,
+
+    /// Seconds to wait for another writer [default: from config.toml, 30]
+    #[arg(long, value_name = "SECS")]
+    lock_timeout: Option<f64>,
+
+    /// Print JSON instead of text
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(root: &std::path::Path, args: IngestArgs) -> anyhow::Result<ExitCode> {
+    let files = find_files(&args.paths)?;
+    let store = if args.dry_run {
+        None
+    } else {
+        Some(Store::open(root)?)
+    };
+    let options = IngestOptions {
+        format: args.format.format(),
+        namespace: args.namespace.clone(),
+        dry_run: args.dry_run,
+        full: args.full,
+    };
+    let mut embedder = match (&store, args.embed) {
+        (None, _) => None,
+        (Some(store), when) => {
+            let later = when == Some(EmbedWhen::Later)
+                || (when.is_none()
+                    && store.config().embedding.on_add == crate::store::config::EmbedOnAdd::Later);
+            if later {
+                None
+            } else {
+                match load_embedder() {
+                    Ok(e) => Some(e),
+                    Err(why) => {
+                        eprintln!("note: {why}; adding for BM25 search only (run `knowledge-db embed` once the model is installed)");
+                        None
+                    }
+                }
+            }
+        }
+    };
+    let lock_timeout = store
+        .as_ref()
+        .map(|s| s.lock_timeout(args.lock_timeout))
+        .unwrap_or_default();
+    let bar = output::progress_bar();
+    bar.set_message("reading transcripts");
+    let report = ingest(
+        store.as_ref(),
+        &files,
+        &options,
+        embedder.as_mut().map(|e| e.as_mut() as &mut dyn Embedder),
+        lock_timeout,
+        &mut |done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        },
+    )?;
+    bar.finish_and_clear();
+    if args.json {
+        output::print_json(&report)?;
+    } else {
+        print_report(&report);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_report(r: &IngestReport) {
+    println!(
+        "read {} transcript{} ({}, {} lines): {} messages, {} tool calls, {} lines skipped ({} not JSON, {} of unknown type), parsed at {:.1} MB/s",
+        r.files.len(),
+        if r.files.len() == 1 { "" } else { "s" },
+        crate::record::input::human_bytes(r.bytes_read),
+        r.lines,
+        r.messages,
+        r.tool_calls,
+        r.skipped.skipped_lines(),
+        r.skipped.non_json,
+        r.skipped.unknown_types.values().sum::<usize>(),
+        r.parse_mb_per_s,
+    );
+    match &r.store {
+        Some(s) => println!(
+            "stored: {} added, {} updated, {} unchanged ({} without vector) in {:.2}s",
+            s.added, s.updated, s.unchanged, s.without_vector, r.seconds
+        ),
+        None => println!("nothing written (--dry-run)"),
+    }
+}

@@ -1,0 +1,333 @@
+//! Rolling eviction: make a conversation fit its context window again.
+//!
+//! The prompt budget is `max_input = context_window - reserved_output`. When the
+//! messages cost more than `target × max_input`, the oldest are dropped until
+//! they do not, with three things never given up: the system prompt (leading
+//! system messages), the `min_keep` most recent messages, and the pairing of a
+//! tool call with its result (a call and every result answering it, and all
+//! messages between them, go or stay together). The dropped messages are
+//! replaced by one note saying how many went, their tokens and their time range.
+//! If even the minimum does not fit in `max_input`, nothing is dropped and the
+//! caller gets a [`EvictError::Overflow`] naming the numbers.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::transcript::{Block, Message, Role};
+
+/// Budget and rules of one eviction.
+#[derive(Debug, Clone, Copy)]
+pub struct EvictOptions {
+    pub context_window: usize,
+    pub reserved_output: usize,
+    /// Fraction of `max_input` to get down to (0 < target <= 1).
+    pub target: f64,
+    /// Recent messages (after the system prompt) that are always kept.
+    pub min_keep: usize,
+}
+
+impl Default for EvictOptions {
+    fn default() -> Self {
+        EvictOptions {
+            context_window: 200_000,
+            reserved_output: 0,
+            target: 0.8,
+            min_keep: 10,
+        }
+    }
+}
+
+/// Why an eviction could not be done.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EvictError {
+    #[error(
+        "context overflow: the system prompt and the last {kept_messages} messages need {needed} tokens, \
+         but the context window of {context_window} minus {reserved_output} reserved for output leaves {max_input}; \
+         lower --min-keep, raise --context-window, or shorten the system prompt"
+    )]
+    Overflow {
+        needed: usize,
+        max_input: usize,
+        context_window: usize,
+        reserved_output: usize,
+        kept_messages: usize,
+    },
+    #[error("{0}")]
+    Options(String),
+}
+
+/// What an eviction kept and dropped.
+#[derive(Debug, Clone, Serialize)]
+pub struct Eviction {
+    /// The new context: system prompt, the note (if anything was evicted), recent messages.
+    pub kept: Vec<Message>,
+    pub evicted: Vec<Message>,
+    /// The eviction note, also inside `kept`.
+    pub note: Option<String>,
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+    /// Tokens of the evicted messages (what the note saves, minus the note itself).
+    pub tokens_evicted: usize,
+    pub max_input: usize,
+    pub target_tokens: usize,
+    /// False when `min_keep` stopped eviction above the target (but within `max_input`).
+    pub target_met: bool,
+    /// Timestamps (or positions) of the first and last evicted messages.
+    pub first_evicted: Option<String>,
+    pub last_evicted: Option<String>,
+}
+
+/// The eviction note's opening words; a note from an earlier roll is replaced.
+pub const NOTE_PREFIX: &str = "[Context rolled:";
+
+/// The note that replaces `count` evicted messages.
+pub fn eviction_note(count: usize, tokens: usize, first: &str, last: &str) -> String {
+    format!(
+        "{NOTE_PREFIX} {count} messages evicted ({tokens} tokens). Full transcript searchable via memory_search. Evicted range: {first} to {last}]"
+    )
+}
+
+/// Drops the oldest messages until the rest fit `options`; `cost` gives a message's tokens.
+pub fn rolling_evict(
+    messages: Vec<Message>,
+    options: &EvictOptions,
+    cost: &dyn Fn(&Message) -> usize,
+) -> Result<Eviction, EvictError> {
+    let max_input = max_input(options)?;
+    let target_tokens = (options.target * max_input as f64).floor() as usize;
+    let messages: Vec<Message> = messages.into_iter().filter(|m| !is_note(m)).collect();
+    let tokens: Vec<usize> = messages.iter().map(cost).collect();
+    let total: usize = tokens.iter().sum();
+    let pinned = messages
+        .iter()
+        .take_while(|m| m.role == Role::System && !m.is_compact_boundary)
+        .count();
+    let groups = atomic_groups(&messages, pinned);
+    let note_reserve = cost(&note_message(eviction_note(
+        9_999_999,
+        999_999_999,
+        "2026-01-01T00:00:00.000000000+00:00",
+        "2026-01-01T00:00:00.000000000+00:00",
+    )));
+
+    // Evict whole groups from the oldest while over target and min_keep allows.
+    let movable = messages.len() - pinned;
+    let (mut evicted_groups, mut evicted_count, mut evicted_tokens) = (0, 0, 0);
+    if total > target_tokens {
+        for &(start, end) in &groups {
+            let len = end - start + 1;
+            if total - evicted_tokens + note_reserve <= target_tokens
+                || movable - evicted_count - len < options.min_keep
+            {
+                break;
+            }
+            evicted_groups += 1;
+            evicted_count += len;
+            evicted_tokens += tokens[start..=end].iter().sum::<usize>();
+        }
+    }
+    if evicted_count == 0 {
+        if total > max_input {
+            return Err(overflow(options, max_input, total, movable));
+        }
+        return Ok(Eviction {
+            kept: messages,
+            evicted: Vec::new(),
+            note: None,
+            tokens_before: total,
+            tokens_after: total,
+            tokens_evicted: 0,
+            max_input,
+            target_tokens,
+            target_met: total <= target_tokens,
+            first_evicted: None,
+            last_evicted: None,
+        });
+    }
+    let cut = groups[evicted_groups - 1].1 + 1;
+    let mut rest = messages;
+    let recent = rest.split_off(cut);
+    let evicted = rest.split_off(pinned);
+    let system = rest;
+    let first = position(&evicted[0]);
+    let last = position(&evicted[evicted.len() - 1]);
+    let note = eviction_note(evicted.len(), evicted_tokens, &first, &last);
+    let note_message = note_message(note.clone());
+    let after = total - evicted_tokens + cost(&note_message);
+    if after > max_input {
+        return Err(overflow(options, max_input, after, recent.len()));
+    }
+    let mut kept = system;
+    kept.push(note_message);
+    kept.extend(recent);
+    Ok(Eviction {
+        kept,
+        evicted,
+        note: Some(note),
+        tokens_before: total,
+        tokens_after: after,
+        tokens_evicted: evicted_tokens,
+        max_input,
+        target_tokens,
+        target_met: after <= target_tokens,
+        first_evicted: Some(first),
+        last_evicted: Some(last),
+    })
+}
+
+fn max_input(options: &EvictOptions) -> Result<usize, EvictError> {
+    if !(options.target > 0.0 && options.target <= 1.0) {
+        return Err(EvictError::Options(format!(
+            "--target must be above 0 and at most 1, not {}",
+            options.target
+        )));
+    }
+    if options.reserved_output >= options.context_window {
+        return Err(EvictError::Options(format!(
+            "--reserved-output ({}) must be smaller than --context-window ({})",
+            options.reserved_output, options.context_window
+        )));
+    }
+    Ok(options.context_window - options.reserved_output)
+}
+
+fn overflow(options: &EvictOptions, max_input: usize, needed: usize, kept: usize) -> EvictError {
+    EvictError::Overflow {
+        needed,
+        max_input,
+        context_window: options.context_window,
+        reserved_output: options.reserved_output,
+        kept_messages: kept,
+    }
+}
+
+fn is_note(m: &Message) -> bool {
+    m.role == Role::System
+        && matches!(m.content.as_slice(), [Block::Text { text }] if text.starts_with(NOTE_PREFIX))
+}
+
+fn note_message(note: String) -> Message {
+    Message::new(Role::System, vec![Block::Text { text: note }])
+}
+
+/// Where a message sits in time: its timestamp, else its id or line.
+fn position(m: &Message) -> String {
+    m.timestamp
+        .clone()
+        .or_else(|| m.uuid.clone())
+        .unwrap_or_else(|| format!("line {}", m.line))
+}
+
+/// Contiguous ranges of messages (after `pinned`) that must be evicted together: a
+/// tool call, every result answering it, and everything in between.
+pub fn atomic_groups(messages: &[Message], pinned: usize) -> Vec<(usize, usize)> {
+    let mut call_at: HashMap<&str, usize> = HashMap::new();
+    let mut reach: Vec<usize> = (0..messages.len()).collect();
+    for (i, m) in messages.iter().enumerate().skip(pinned) {
+        for id in m.tool_result_ids() {
+            if let Some(&call) = call_at.get(id) {
+                reach[call] = reach[call].max(i);
+            }
+        }
+        for id in m.tool_use_ids() {
+            call_at.insert(id, i);
+        }
+    }
+    let mut groups = Vec::new();
+    let mut i = pinned;
+    while i < messages.len() {
+        let start = i;
+        let mut end = reach[i];
+        while i <= end {
+            end = end.max(reach[i]);
+            i += 1;
+        }
+        groups.push((start, end));
+    }
+    groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(role: Role, t: &str) -> Message {
+        Message::new(role, vec![Block::Text { text: t.into() }])
+    }
+
+    fn call(id: &str) -> Message {
+        Message::new(
+            Role::Assistant,
+            vec![Block::ToolUse {
+                id: id.into(),
+                name: "Bash".into(),
+                input: serde_json::json!({"command": "ls"}),
+            }],
+        )
+    }
+
+    fn result(id: &str) -> Message {
+        Message::new(
+            Role::Tool,
+            vec![Block::ToolResult {
+                tool_use_id: id.into(),
+                content: "ok".into(),
+                is_error: false,
+                name: None,
+            }],
+        )
+    }
+
+    #[test]
+    fn groups_join_calls_and_results() {
+        let m = vec![
+            text(Role::System, "sys"),
+            text(Role::User, "a"),
+            call("1"),
+            text(Role::Assistant, "b"),
+            result("1"),
+            text(Role::User, "c"),
+        ];
+        assert_eq!(atomic_groups(&m, 1), vec![(1, 1), (2, 4), (5, 5)]);
+    }
+
+    #[test]
+    fn evicts_oldest_and_writes_a_note() {
+        let mut m = vec![text(Role::System, "sys")];
+        m.extend((0..20).map(|i| text(Role::User, &format!("m{i}"))));
+        let options = EvictOptions {
+            context_window: 1000,
+            reserved_output: 0,
+            target: 0.5,
+            min_keep: 3,
+        };
+        let e = rolling_evict(m, &options, &|_| 40).unwrap();
+        assert!(e.tokens_after <= 500, "{}", e.tokens_after);
+        assert_eq!(e.kept[0].text(), "sys");
+        assert!(e.kept[1].text().starts_with(NOTE_PREFIX));
+        assert_eq!(e.kept.len() + e.evicted.len(), 22);
+        assert_eq!(e.kept.last().unwrap().text(), "m19");
+    }
+
+    #[test]
+    fn overflow_names_the_numbers() {
+        let m: Vec<Message> = (0..5).map(|i| text(Role::User, &format!("m{i}"))).collect();
+        let options = EvictOptions {
+            context_window: 100,
+            reserved_output: 20,
+            target: 0.8,
+            min_keep: 5,
+        };
+        let err = rolling_evict(m, &options, &|_| 30).unwrap_err();
+        assert!(matches!(
+            err,
+            EvictError::Overflow {
+                needed: 150,
+                max_input: 80,
+                ..
+            }
+        ));
+        assert!(err.to_string().contains("150") && err.to_string().contains("80"));
+    }
+}

@@ -1,0 +1,329 @@
+//! Storing transcripts as `message` records, incrementally.
+//!
+//! Each message becomes one record (see [`message_record`]) whose id is stable
+//! across reads: `<session>:<message uuid>`, or `<session>:line:<n>` when the
+//! format has no ids. Re-ingesting is therefore idempotent on its own; on top of
+//! that, `<store>/ingest/<hash of path>.json` remembers how far each file was
+//! read (size, resume offset, a hash of the bytes before it), so a transcript
+//! that grew is read only from its last message on. The state is written after
+//! the records are committed, atomically (temp file, fsync, rename).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::{read_bytes, read_slice, Format, Message, ReadFrom, Skipped, Transcript};
+use crate::embed::Embedder;
+use crate::error::{Error, Origin, Result};
+use crate::record::{parse_record, ParseOptions, Record};
+use crate::store::{AddReport, Store};
+
+/// Structured content larger than this is left out of a record (its text stays).
+const MAX_CONTENT_JSON_BYTES: usize = 256 * 1024;
+/// Text larger than this is cut (with a marker) so a record stays well under the limits.
+const MAX_TEXT_BYTES: usize = 2 * 1024 * 1024;
+
+/// The record id of a message: stable across re-reads of a growing file.
+pub fn message_id(session_id: &str, message: &Message) -> String {
+    match &message.uuid {
+        Some(uuid) => format!("{session_id}:{uuid}"),
+        None => format!("{session_id}:line:{}", message.line),
+    }
+}
+
+/// The `message` record JSON for one message of `transcript`.
+pub fn message_record(transcript: &Transcript, message: &Message, namespace: &str) -> Value {
+    let session = message
+        .session_id
+        .clone()
+        .unwrap_or_else(|| transcript.session_id.clone());
+    let mut text = message.text();
+    if text.len() > MAX_TEXT_BYTES {
+        let mut cut = MAX_TEXT_BYTES;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str("\n[… cut: message longer than 2 MiB]");
+    }
+    if text.trim().is_empty() {
+        text = format!("[{} message without text]", message.role.as_str());
+    }
+    let mut record = json!({
+        "kind": "message",
+        "id": message_id(&session, message),
+        "namespace": namespace,
+        "role": message.role.as_str(),
+        "session_id": session,
+        "turn_index": message.turn_index,
+        "text": text,
+        "tool_names": message.tool_names(),
+        "files": message.files(),
+        "commands": message.commands(),
+        "errors": message.error_lines(),
+        "origin": {
+            "path": transcript.path.display().to_string(),
+            "format": transcript.format.as_str(),
+            "line": message.line,
+        },
+    });
+    let Value::Object(map) = &mut record else {
+        return record;
+    };
+    let mut put = |key: &str, value: Value| {
+        if !value.is_null() && value != Value::Bool(false) {
+            map.insert(key.to_string(), value);
+        }
+    };
+    put("timestamp", json!(message.timestamp));
+    put("uuid", json!(message.uuid));
+    put("parent_uuid", json!(message.parent_uuid));
+    put("model", json!(message.model));
+    put("usage", json!(message.usage));
+    put("is_sidechain", json!(message.is_sidechain));
+    put("is_meta", json!(message.is_meta));
+    put("is_compact_summary", json!(message.is_compact_summary));
+    put("is_compact_boundary", json!(message.is_compact_boundary));
+    put("agent_id", json!(message.agent_id));
+    let content = json!(message.content);
+    let tool_result = json!(message.tool_use_result);
+    let structured = content.to_string().len() + tool_result.to_string().len();
+    if structured <= MAX_CONTENT_JSON_BYTES {
+        put("content", content);
+        put("tool_use_result", tool_result);
+    } else {
+        put("content_omitted_bytes", json!(structured));
+    }
+    record
+}
+
+/// Validated records for every message of `transcript`.
+pub fn transcript_records(
+    transcript: &Transcript,
+    namespace: &str,
+    added_at: &str,
+) -> Result<Vec<Record>> {
+    let options = ParseOptions {
+        added_at: added_at.to_string(),
+        namespace: Some(namespace.to_string()),
+        ..ParseOptions::default()
+    };
+    let path = transcript.path.display().to_string();
+    let mut records = Vec::with_capacity(transcript.messages.len());
+    let mut errors = Vec::new();
+    for message in &transcript.messages {
+        let value = message_record(transcript, message, namespace);
+        match parse_record(value, &Origin::line(path.clone(), message.line), &options) {
+            Ok(r) => records.push(r),
+            Err(e) => errors.push(e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(Error::Input(crate::error::InputErrors(errors)));
+    }
+    Ok(records)
+}
+
+/// How far a file was read, kept in `<store>/ingest/`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IngestState {
+    pub path: PathBuf,
+    pub format: Format,
+    /// Size of the (decompressed) file when it was read.
+    pub size: u64,
+    /// Where the next read starts: the first line of the last message read (it may
+    /// still grow: more lines of the same API response).
+    pub resume_offset: u64,
+    /// xxh3 of the bytes before `resume_offset`; a mismatch means the file was rewritten.
+    pub prefix_hash: u64,
+    /// User prompts before `resume_offset`, so turn indices continue.
+    pub prompts_before: u64,
+    /// The transcript's session id (an OpenClaw header is not read again on resume).
+    pub session_id: String,
+}
+
+/// What to ingest and how.
+#[derive(Debug, Clone)]
+pub struct IngestOptions {
+    pub format: Option<Format>,
+    pub namespace: String,
+    /// Read and convert only; write nothing (also no state).
+    pub dry_run: bool,
+    /// Ignore the saved read positions and read every file whole.
+    pub full: bool,
+}
+
+/// One file's part of an ingest.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileReport {
+    pub path: PathBuf,
+    pub format: Format,
+    pub session_id: String,
+    /// Where reading started (0, or the saved position of a grown file).
+    pub start_offset: u64,
+    pub bytes_read: u64,
+    pub lines: usize,
+    pub messages: usize,
+    pub tool_calls: usize,
+    pub skipped_lines: usize,
+}
+
+/// What an ingest read and wrote.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IngestReport {
+    pub files: Vec<FileReport>,
+    pub messages: usize,
+    pub tool_calls: usize,
+    pub lines: usize,
+    pub skipped: Skipped,
+    pub bytes_read: u64,
+    pub parse_seconds: f64,
+    /// Parse throughput over the (decompressed) bytes read.
+    pub parse_mb_per_s: f64,
+    pub store: Option<AddReport>,
+    pub seconds: f64,
+    pub dry_run: bool,
+}
+
+/// Reads `files`, stores their messages in one commit, then saves the read positions.
+/// Without a store (or with `dry_run`) it only reads and counts.
+pub fn ingest(
+    store: Option<&Store>,
+    files: &[PathBuf],
+    options: &IngestOptions,
+    embedder: Option<&mut dyn Embedder>,
+    lock_timeout: Duration,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<IngestReport> {
+    let started = Instant::now();
+    let mut report = IngestReport {
+        dry_run: options.dry_run || store.is_none(),
+        ..IngestReport::default()
+    };
+    let added_at = crate::now_rfc3339();
+    let mut records = Vec::new();
+    let mut states = Vec::new();
+    let mut parse_time = Duration::ZERO;
+    for (i, path) in files.iter().enumerate() {
+        progress(i, files.len());
+        let bytes = read_bytes(path)?;
+        let from = match store {
+            Some(store) if !options.full => resume_point(store, path, &bytes),
+            _ => ReadFrom::default(),
+        };
+        let t = Instant::now();
+        let transcript = read_slice(path, &bytes, options.format, from)?;
+        parse_time += t.elapsed();
+        if store.is_some() && !options.dry_run {
+            records.extend(transcript_records(
+                &transcript,
+                &options.namespace,
+                &added_at,
+            )?);
+            states.push(next_state(&transcript, &bytes));
+        }
+        report.add_file(&transcript);
+    }
+    progress(files.len(), files.len());
+    report.parse_seconds = parse_time.as_secs_f64();
+    report.parse_mb_per_s = report.bytes_read as f64 / 1e6 / report.parse_seconds.max(1e-9);
+    if let Some(store) = store.filter(|_| !options.dry_run) {
+        report.store = Some(store.add(records, embedder, lock_timeout)?);
+        for state in &states {
+            save_state(store, state)?;
+        }
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+impl IngestReport {
+    fn add_file(&mut self, t: &Transcript) {
+        let file = FileReport {
+            path: t.path.clone(),
+            format: t.format,
+            session_id: t.session_id.clone(),
+            start_offset: t.start_offset,
+            bytes_read: t.total_bytes - t.start_offset,
+            lines: t.lines,
+            messages: t.messages.len(),
+            tool_calls: t.tool_calls(),
+            skipped_lines: t.skipped.skipped_lines(),
+        };
+        self.messages += file.messages;
+        self.tool_calls += file.tool_calls;
+        self.lines += file.lines;
+        self.bytes_read += file.bytes_read;
+        self.skipped.merge(&t.skipped);
+        self.files.push(file);
+    }
+}
+
+fn state_path(store: &Store, path: &Path) -> PathBuf {
+    let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let key = xxhash_rust::xxh3::xxh3_64(canonical.to_string_lossy().as_bytes());
+    store.root().join("ingest").join(format!("{key:016x}.json"))
+}
+
+/// Where to resume reading `path`, given its current bytes: the saved position if
+/// the bytes before it are unchanged, else the start.
+fn resume_point(store: &Store, path: &Path, bytes: &[u8]) -> ReadFrom {
+    let Ok(text) = std::fs::read(state_path(store, path)) else {
+        return ReadFrom::default();
+    };
+    let Ok(state) = serde_json::from_slice::<IngestState>(&text) else {
+        return ReadFrom::default();
+    };
+    let offset = state.resume_offset as usize;
+    if offset > bytes.len() || xxhash_rust::xxh3::xxh3_64(&bytes[..offset]) != state.prefix_hash {
+        return ReadFrom::default();
+    }
+    ReadFrom {
+        offset: state.resume_offset,
+        prompts_before: state.prompts_before,
+        session_id: Some(state.session_id),
+    }
+}
+
+fn next_state(t: &Transcript, bytes: &[u8]) -> IngestState {
+    let (resume, prompts) = match t.messages.last() {
+        Some(last) if last.byte_offset < t.end_offset => {
+            let before = t.messages[..t.messages.len() - 1]
+                .iter()
+                .filter(|m| m.is_prompt())
+                .count() as u64;
+            (last.byte_offset, t.prompts_before + before)
+        }
+        _ => {
+            let all = t.messages.iter().filter(|m| m.is_prompt()).count() as u64;
+            (t.end_offset, t.prompts_before + all)
+        }
+    };
+    let resume = resume.min(bytes.len() as u64);
+    IngestState {
+        path: t.path.clone(),
+        format: t.format,
+        size: bytes.len() as u64,
+        resume_offset: resume,
+        prefix_hash: xxhash_rust::xxh3::xxh3_64(&bytes[..resume as usize]),
+        prompts_before: prompts,
+        session_id: t.session_id.clone(),
+    }
+}
+
+fn save_state(store: &Store, state: &IngestState) -> Result<()> {
+    let path = state_path(store, &state.path);
+    let dir = store.root().join("ingest");
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    let text = serde_json::to_vec_pretty(state).map_err(|e| Error::io(&path, e.into()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| Error::io(&dir, e))?;
+    tmp.write_all(&text).map_err(|e| Error::io(tmp.path(), e))?;
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| Error::io(tmp.path(), e))?;
+    tmp.persist(&path).map_err(|e| Error::io(&path, e.error))?;
+    crate::store::config::sync_dir(&dir)
+}

@@ -1,0 +1,832 @@
+//! Agent transcripts, read into one neutral model.
+//!
+//! Coding agents write their conversations as JSONL, each in its own dialect:
+//! Claude Code (`~/.claude/projects/…/<session>.jsonl`), OpenClaw (pi session
+//! format v3) and a plain `{role, content, timestamp}` form. This room reads all
+//! of them (gzipped or not) into a [`Transcript`] of [`Message`]s with a role
+//! (system, user, assistant, tool), content [`Block`]s that keep tool calls and
+//! tool results intact (name, id, input JSON; tool_use_id, text, is_error, and
+//! Claude Code's `toolUseResult`), timestamps, ids, flags and usage figures.
+//!
+//! The formats are not stable interfaces, so reading is forgiving: a line that
+//! is not JSON, or whose type is unknown, is skipped and counted, never fatal.
+//! Reading can resume at a byte offset, so a transcript that grew is read only
+//! from where the last read stopped.
+
+pub mod claude_code;
+pub mod generic;
+pub mod ingest;
+pub mod openclaw;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// Who speaks in a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    /// Tool results (Claude Code writes them as user lines; OpenClaw as `toolResult`).
+    Tool,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+
+    /// Reads the role names the formats use (`toolResult`, `human`, `gemini`, …).
+    pub fn parse(name: &str) -> Option<Role> {
+        match name {
+            "system" | "developer" => Some(Role::System),
+            "user" | "human" => Some(Role::User),
+            "assistant" | "ai" | "model" | "gemini" => Some(Role::Assistant),
+            "tool" | "toolResult" | "tool_result" | "function" => Some(Role::Tool),
+            _ => None,
+        }
+    }
+}
+
+/// One piece of a message's content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Block {
+    Text {
+        text: String,
+    },
+    Thinking {
+        thinking: String,
+    },
+    /// A tool call: its id, the tool's name and the input exactly as given.
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    /// A tool's answer to the call `tool_use_id`; block-array content is joined as text.
+    ToolResult {
+        tool_use_id: String,
+        #[serde(default)]
+        content: String,
+        #[serde(default, skip_serializing_if = "is_false")]
+        is_error: bool,
+        /// The tool's name, when the format says it (OpenClaw).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
+    Image {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        media_type: Option<String>,
+    },
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Token figures an API reported for one response.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_input_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+}
+
+impl Usage {
+    /// The size of the prompt this response saw: input plus cache reads and writes.
+    pub fn context_tokens(&self) -> u64 {
+        self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+    }
+}
+
+/// One message of a conversation, in the neutral model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: Vec<Block>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
+    /// The format's own id of the message (Claude Code `uuid`, OpenClaw entry `id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_uuid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// One API response spread over several lines shares this (`message.id:requestId`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub is_sidechain: bool,
+    /// Claude Code `isMeta`: text the harness injected, not typed by the user.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub is_meta: bool,
+    /// A summary that replaced older history after a compaction.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub is_compact_summary: bool,
+    /// The marker line of a compaction (`compact_boundary`); older history ends here.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub is_compact_boundary: bool,
+    /// The subagent that wrote this message (Claude Code `agentId`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Claude Code's structured tool output (`toolUseResult`), kept as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_result: Option<Value>,
+    /// Conversation turn: the number of user prompts before this message's prompt.
+    #[serde(default)]
+    pub turn_index: u64,
+    /// 1-based line of the source file where the message starts (0 when unknown).
+    #[serde(default)]
+    pub line: usize,
+    /// Byte offset of that line in the (decompressed) source.
+    #[serde(default)]
+    pub byte_offset: u64,
+}
+
+impl Message {
+    /// A message with just a role and content; every other field empty.
+    pub fn new(role: Role, content: Vec<Block>) -> Message {
+        Message {
+            role,
+            content,
+            timestamp: None,
+            uuid: None,
+            parent_uuid: None,
+            session_id: None,
+            response_id: None,
+            model: None,
+            usage: None,
+            is_sidechain: false,
+            is_meta: false,
+            is_compact_summary: false,
+            is_compact_boundary: false,
+            agent_id: None,
+            tool_use_result: None,
+            turn_index: 0,
+            line: 0,
+            byte_offset: 0,
+        }
+    }
+
+    /// The message as plain text: what a model reads and what search indexes.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for block in &self.content {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            match block {
+                Block::Text { text } => out.push_str(text),
+                Block::Thinking { thinking } => out.push_str(thinking),
+                Block::ToolUse { name, input, .. } => {
+                    out.push_str(&format!("[tool_use {name}] "));
+                    out.push_str(&tool_input_text(input));
+                }
+                Block::ToolResult {
+                    content, is_error, ..
+                } => {
+                    out.push_str(if *is_error {
+                        "[tool_result error] "
+                    } else {
+                        "[tool_result] "
+                    });
+                    out.push_str(content);
+                }
+                Block::Image { .. } => out.push_str("[image]"),
+            }
+        }
+        out
+    }
+
+    /// Ids of the tool calls this message makes.
+    pub fn tool_use_ids(&self) -> impl Iterator<Item = &str> {
+        self.content.iter().filter_map(|b| match b {
+            Block::ToolUse { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Ids of the tool calls this message answers.
+    pub fn tool_result_ids(&self) -> impl Iterator<Item = &str> {
+        self.content.iter().filter_map(|b| match b {
+            Block::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Names of the tools called (or answered, when the result names its tool).
+    pub fn tool_names(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        for block in &self.content {
+            let name = match block {
+                Block::ToolUse { name, .. } => Some(name),
+                Block::ToolResult { name, .. } => name.as_ref(),
+                _ => None,
+            };
+            if let Some(name) = name {
+                if !names.contains(name) {
+                    names.push(name.clone());
+                }
+            }
+        }
+        names
+    }
+
+    /// File paths the message's tool calls and results touch.
+    pub fn files(&self) -> Vec<String> {
+        let mut files = Vec::new();
+        let mut add = |path: &str| {
+            let path = path.trim();
+            if !path.is_empty() && path.len() < 1024 && !files.iter().any(|f| f == path) {
+                files.push(path.to_string());
+            }
+        };
+        for block in &self.content {
+            if let Block::ToolUse { input, .. } = block {
+                for key in ["file_path", "notebook_path", "filePath", "path"] {
+                    if let Some(path) = input.get(key).and_then(Value::as_str) {
+                        add(path);
+                    }
+                }
+            }
+        }
+        if let Some(result) = &self.tool_use_result {
+            for key in ["filePath", "file_path"] {
+                if let Some(path) = result.get(key).and_then(Value::as_str) {
+                    add(path);
+                }
+            }
+            if let Some(path) = result
+                .get("file")
+                .and_then(|f| f.get("filePath"))
+                .and_then(Value::as_str)
+            {
+                add(path);
+            }
+        }
+        files
+    }
+
+    /// Shell commands the message runs (tool inputs with a `command`).
+    pub fn commands(&self) -> Vec<String> {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolUse { input, .. } => input.get("command").and_then(Value::as_str),
+                _ => None,
+            })
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The first lines of failed tool results.
+    pub fn error_lines(&self) -> Vec<String> {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolResult {
+                    content,
+                    is_error: true,
+                    ..
+                } => content.lines().find(|l| !l.trim().is_empty()),
+                _ => None,
+            })
+            .map(|l| l.chars().take(300).collect())
+            .collect()
+    }
+
+    /// A prompt typed by the user (not a tool result, injected text or summary).
+    pub fn is_prompt(&self) -> bool {
+        self.role == Role::User
+            && !self.is_meta
+            && !self.is_compact_summary
+            && self.content.iter().any(|b| matches!(b, Block::Text { .. }))
+    }
+}
+
+/// A tool call's input as text: the value alone when there is one, else compact JSON.
+fn tool_input_text(input: &Value) -> String {
+    match input {
+        Value::Object(map) if map.len() == 1 => match map.values().next() {
+            Some(Value::String(s)) => s.clone(),
+            _ => input.to_string(),
+        },
+        Value::String(s) => s.clone(),
+        _ => input.to_string(),
+    }
+}
+
+/// The transcript dialects this room reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    ClaudeCode,
+    Openclaw,
+    Generic,
+}
+
+impl Format {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::ClaudeCode => "claude-code",
+            Format::Openclaw => "openclaw",
+            Format::Generic => "generic",
+        }
+    }
+}
+
+/// Lines that did not become messages, by reason.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Skipped {
+    /// Lines that are not JSON (torn writes, log noise).
+    pub non_json: usize,
+    /// JSON lines of a type this reader does not know, by type.
+    pub unknown_types: BTreeMap<String, usize>,
+    /// Known lines that carry no message (progress, snapshots, hook summaries…), by type.
+    pub not_messages: BTreeMap<String, usize>,
+    /// Extra JSON values found glued onto one line (a torn write); each was read.
+    pub glued_values: usize,
+}
+
+impl Skipped {
+    /// Lines skipped for being non-JSON or of an unknown type.
+    pub fn skipped_lines(&self) -> usize {
+        self.non_json + self.unknown_types.values().sum::<usize>()
+    }
+
+    pub fn merge(&mut self, other: &Skipped) {
+        self.non_json += other.non_json;
+        self.glued_values += other.glued_values;
+        for (k, v) in &other.unknown_types {
+            *self.unknown_types.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &other.not_messages {
+            *self.not_messages.entry(k.clone()).or_default() += v;
+        }
+    }
+
+    fn unknown(&mut self, kind: &str) {
+        *self.unknown_types.entry(kind.to_string()).or_default() += 1;
+    }
+
+    fn not_message(&mut self, kind: &str) {
+        *self.not_messages.entry(kind.to_string()).or_default() += 1;
+    }
+}
+
+/// A transcript read into the neutral model.
+#[derive(Debug, Clone, Serialize)]
+pub struct Transcript {
+    pub path: PathBuf,
+    pub format: Format,
+    /// The session id the file names (header or lines), else the file's stem.
+    pub session_id: String,
+    pub messages: Vec<Message>,
+    /// Session titles (Claude Code `summary` lines, `custom-title`).
+    pub titles: Vec<String>,
+    pub skipped: Skipped,
+    /// Lines read (from `start_offset`).
+    pub lines: usize,
+    /// Bytes of the (decompressed) source.
+    pub total_bytes: u64,
+    /// Where reading started and where the last complete line ends.
+    pub start_offset: u64,
+    pub end_offset: u64,
+    /// Prompts seen before the first message read (for resumed reads).
+    pub prompts_before: u64,
+}
+
+impl Transcript {
+    /// Number of tool calls in the transcript.
+    pub fn tool_calls(&self) -> usize {
+        self.messages.iter().map(|m| m.tool_use_ids().count()).sum()
+    }
+}
+
+/// Where to start reading, and what came before (for resumed reads).
+#[derive(Debug, Clone, Default)]
+pub struct ReadFrom {
+    pub offset: u64,
+    /// User prompts before `offset`, so turn indices continue.
+    pub prompts_before: u64,
+    /// The session id read before `offset` (e.g. from an OpenClaw header).
+    pub session_id: Option<String>,
+}
+
+/// Reads a transcript file (`.gz` is decompressed), detecting the format when `None`.
+pub fn read_file(path: &Path, format: Option<Format>, from: ReadFrom) -> Result<Transcript> {
+    let bytes = read_bytes(path)?;
+    read_slice(path, &bytes, format, from)
+}
+
+/// The file's bytes, decompressed when it is gzipped (by name or magic number).
+pub fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    let raw = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::with_capacity(raw.len() * 6);
+        flate2::read::MultiGzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .map_err(|e| Error::io(path, e))?;
+        Ok(out)
+    } else {
+        Ok(raw)
+    }
+}
+
+/// Reads a transcript from bytes already in memory.
+pub fn read_slice(
+    path: &Path,
+    bytes: &[u8],
+    format: Option<Format>,
+    from: ReadFrom,
+) -> Result<Transcript> {
+    let format = match format {
+        Some(f) => f,
+        None => detect_format(bytes).ok_or_else(|| {
+            Error::Usage(format!(
+                "{}: cannot tell the transcript format (no Claude Code, OpenClaw or {{role, content}} line in the first lines); use --format",
+                path.display()
+            ))
+        })?,
+    };
+    let stem = file_stem(path);
+    let mut builder = Builder::new(from.prompts_before);
+    builder.session_id = from.session_id;
+    let start = (from.offset as usize).min(bytes.len());
+    if start == 0 && generic::is_whole_json(bytes) {
+        generic::read_whole_json(bytes, &mut builder);
+        return Ok(builder.finish(path, format, stem, bytes.len(), 0, bytes.len()));
+    }
+    let mut parser: Box<dyn LineParser> = match format {
+        Format::ClaudeCode => Box::new(claude_code::Parser),
+        Format::Openclaw => Box::new(openclaw::Parser::default()),
+        Format::Generic => Box::new(generic::Parser),
+    };
+    let mut offset = start;
+    let mut line_no = count_lines(&bytes[..start]);
+    let mut end = start;
+    while offset < bytes.len() {
+        let Some(len) = bytes[offset..].iter().position(|&b| b == b'\n') else {
+            // A last line without a newline may still be being written: read it if it is
+            // complete JSON, but resume before it next time.
+            line_no += 1;
+            builder.lines += 1;
+            let line = &bytes[offset..];
+            builder.at(line_no, offset as u64);
+            parse_line(line, parser.as_mut(), &mut builder);
+            break;
+        };
+        line_no += 1;
+        builder.lines += 1;
+        let line = &bytes[offset..offset + len];
+        builder.at(line_no, offset as u64);
+        parse_line(line, parser.as_mut(), &mut builder);
+        offset += len + 1;
+        end = offset;
+    }
+    Ok(builder.finish(path, format, stem, bytes.len(), start, end))
+}
+
+fn count_lines(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b == b'\n').count()
+}
+
+fn file_stem(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = name.strip_suffix(".gz").unwrap_or(&name);
+    let name = name
+        .strip_suffix(".jsonl")
+        .or_else(|| name.strip_suffix(".json"))
+        .unwrap_or(name);
+    name.to_string()
+}
+
+/// Parses one line, which may hold several JSON values glued together by a torn write.
+fn parse_line(line: &[u8], parser: &mut dyn LineParser, builder: &mut Builder) {
+    let trimmed = line.trim_ascii();
+    if trimmed.is_empty() {
+        return;
+    }
+    let mut values = serde_json::Deserializer::from_slice(trimmed).into_iter::<Value>();
+    let mut read_any = false;
+    loop {
+        match values.next() {
+            Some(Ok(value)) => {
+                if read_any {
+                    builder.skipped.glued_values += 1;
+                }
+                read_any = true;
+                parser.line(&value, builder);
+            }
+            Some(Err(_)) => {
+                builder.skipped.non_json += 1;
+                break;
+            }
+            None => break,
+        }
+    }
+}
+
+/// One format's reading of a JSON line into the builder.
+trait LineParser {
+    fn line(&mut self, value: &Value, out: &mut Builder);
+}
+
+/// Collects messages as lines are read, with where each came from.
+pub struct Builder {
+    messages: Vec<Message>,
+    titles: Vec<String>,
+    skipped: Skipped,
+    session_id: Option<String>,
+    lines: usize,
+    line: usize,
+    offset: u64,
+    prompts_before: u64,
+}
+
+impl Builder {
+    fn new(prompts_before: u64) -> Builder {
+        Builder {
+            messages: Vec::new(),
+            titles: Vec::new(),
+            skipped: Skipped::default(),
+            session_id: None,
+            lines: 0,
+            line: 0,
+            offset: 0,
+            prompts_before,
+        }
+    }
+
+    fn at(&mut self, line: usize, offset: u64) {
+        self.line = line;
+        self.offset = offset;
+    }
+
+    /// Adds a message read from the current line.
+    fn push(&mut self, mut message: Message) {
+        message.line = self.line;
+        message.byte_offset = self.offset;
+        if self.session_id.is_none() {
+            self.session_id.clone_from(&message.session_id);
+        }
+        self.messages.push(message);
+    }
+
+    /// The last message, if it continues API response `response_id` (same line group).
+    fn continuing(&mut self, response_id: &str, sidechain: bool) -> Option<&mut Message> {
+        self.messages.last_mut().filter(|m| {
+            m.role == Role::Assistant
+                && m.is_sidechain == sidechain
+                && m.response_id.as_deref() == Some(response_id)
+        })
+    }
+
+    fn finish(
+        mut self,
+        path: &Path,
+        format: Format,
+        stem: String,
+        total: usize,
+        start: usize,
+        end: usize,
+    ) -> Transcript {
+        let session_id = self.session_id.unwrap_or(stem);
+        let mut prompts = self.prompts_before;
+        for message in &mut self.messages {
+            if message.session_id.is_none() {
+                message.session_id = Some(session_id.clone());
+            }
+            if message.is_prompt() {
+                prompts += 1;
+            }
+            message.turn_index = prompts.saturating_sub(1);
+        }
+        Transcript {
+            path: path.to_path_buf(),
+            format,
+            session_id,
+            messages: self.messages,
+            titles: self.titles,
+            skipped: self.skipped,
+            lines: self.lines,
+            total_bytes: total as u64,
+            start_offset: start as u64,
+            end_offset: end as u64,
+            prompts_before: self.prompts_before,
+        }
+    }
+}
+
+/// Guesses the format from the first JSON lines of a transcript.
+pub fn detect_format(bytes: &[u8]) -> Option<Format> {
+    if generic::is_whole_json(bytes) {
+        return Some(Format::Generic);
+    }
+    for line in bytes.split(|&b| b == b'\n').take(50) {
+        let Ok(value) = serde_json::from_slice::<Value>(line.trim_ascii()) else {
+            continue;
+        };
+        let kind = value.get("type").and_then(Value::as_str).unwrap_or("");
+        if kind == "session" && value.get("version").is_some() {
+            return Some(Format::Openclaw);
+        }
+        if kind == "message" && value.get("message").and_then(|m| m.get("role")).is_some() {
+            return Some(Format::Openclaw);
+        }
+        if value.get("sessionId").is_some()
+            || value.get("leafUuid").is_some()
+            || matches!(kind, "file-history-snapshot" | "queue-operation")
+        {
+            return Some(Format::ClaudeCode);
+        }
+        if value.get("role").is_some() {
+            return Some(Format::Generic);
+        }
+    }
+    None
+}
+
+/// Reads the content of a message given as a string or a list of blocks in any of
+/// the formats' spellings (Anthropic, OpenAI, pi). Unknown blocks are dropped.
+pub fn blocks_from(content: &Value) -> Vec<Block> {
+    match content {
+        Value::String(s) => vec![Block::Text { text: s.clone() }],
+        Value::Array(items) => items.iter().filter_map(block_from).collect(),
+        Value::Null => Vec::new(),
+        other => vec![Block::Text {
+            text: other.to_string(),
+        }],
+    }
+}
+
+fn block_from(item: &Value) -> Option<Block> {
+    let s = |key: &str| item.get(key).and_then(Value::as_str).map(str::to_string);
+    if let Value::String(text) = item {
+        return Some(Block::Text { text: text.clone() });
+    }
+    let Some(kind) = item.get("type").and_then(Value::as_str) else {
+        // Gemini-style parts: `{"text": "…"}` without a type.
+        return s("text").map(|text| Block::Text { text });
+    };
+    match kind {
+        "text" | "input_text" | "output_text" => Some(Block::Text { text: s("text")? }),
+        "thinking" | "reasoning" => Some(Block::Thinking {
+            thinking: s("thinking").or_else(|| s("text")).unwrap_or_default(),
+        }),
+        "redacted_thinking" => None,
+        "tool_use" | "toolCall" | "tool_call" | "function_call" => Some(Block::ToolUse {
+            id: s("id").or_else(|| s("call_id")).unwrap_or_default(),
+            name: s("name").unwrap_or_default(),
+            input: item
+                .get("input")
+                .or_else(|| item.get("arguments"))
+                .cloned()
+                .unwrap_or(Value::Null),
+        }),
+        "tool_result" | "toolResult" => Some(Block::ToolResult {
+            tool_use_id: s("tool_use_id")
+                .or_else(|| s("toolCallId"))
+                .unwrap_or_default(),
+            content: result_text(item.get("content").unwrap_or(&Value::Null)),
+            is_error: item
+                .get("is_error")
+                .or_else(|| item.get("isError"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            name: s("name").or_else(|| s("toolName")),
+        }),
+        "image" => Some(Block::Image {
+            media_type: item
+                .get("source")
+                .and_then(|src| src.get("media_type"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .or_else(|| s("mimeType")),
+        }),
+        _ => None,
+    }
+}
+
+/// A tool result's content as text: a string, or the text of its blocks.
+pub fn result_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items
+            .iter()
+            .map(|item| match item {
+                Value::String(s) => s.clone(),
+                _ => match item.get("type").and_then(Value::as_str) {
+                    Some("text") => item
+                        .get("text")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    Some("image") => "[image]".to_string(),
+                    _ => item.to_string(),
+                },
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// A string field of a JSON object.
+fn str_of(value: &Value, key: &str) -> Option<String> {
+    value.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+/// Transcript files under `paths`: files as given, folders searched recursively
+/// for `.jsonl`, `.jsonl.gz` and `.json`, sorted by path.
+pub fn find_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            walk(path, &mut out)?;
+        } else if path.exists() {
+            out.push(path.clone());
+        } else {
+            return Err(Error::io(
+                path,
+                std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            walk(&path, out)?;
+        } else {
+            let name = path.to_string_lossy();
+            if name.ends_with(".jsonl") || name.ends_with(".jsonl.gz") || name.ends_with(".json") {
+                out.push(path);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glued_values_and_garbage_are_counted() {
+        let text = b"{\"role\":\"user\",\"content\":\"a\"}{\"role\":\"assistant\",\"content\":\"b\"}\nnot json\n{\"role\":\"user\",\"content\":\"c\"}";
+        let t = read_slice(Path::new("x.jsonl"), text, None, ReadFrom::default()).unwrap();
+        assert_eq!(t.format, Format::Generic);
+        assert_eq!(t.messages.len(), 3);
+        assert_eq!(t.skipped.non_json, 1);
+        assert_eq!(t.skipped.glued_values, 1);
+        // The last line has no newline: it is read, but a resumed read starts before it.
+        assert_eq!(t.end_offset as usize, text.len() - 29);
+        assert_eq!(t.messages[2].turn_index, 1);
+    }
+
+    #[test]
+    fn resuming_continues_turns() {
+        let text =
+            b"{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"user\",\"content\":\"b\"}\n";
+        let from = ReadFrom {
+            offset: 30,
+            prompts_before: 1,
+            session_id: None,
+        };
+        let t = read_slice(Path::new("x.jsonl"), text, None, from).unwrap();
+        assert_eq!(t.messages.len(), 1);
+        assert_eq!(t.messages[0].line, 2);
+        assert_eq!(t.messages[0].turn_index, 1);
+    }
+}

@@ -1,0 +1,304 @@
+//! Transcript readers on the fixtures in `data-samples/transcripts/` and on real
+//! sessions, and `knowledge-db ingest` end to end (incremental re-ingest included).
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use common::{samples, shared_eval, TestStore};
+use knowledge_db::transcript::{read_file, Block, Format, ReadFrom, Role, Transcript};
+
+const CC_SESSION: &str = "7c2e9f10-4b3a-4d8e-9a61-2f5c0d8e1b47";
+
+fn fixture(name: &str) -> PathBuf {
+    samples().join("transcripts").join(name)
+}
+
+fn read(path: &Path) -> Transcript {
+    read_file(path, None, ReadFrom::default()).expect("transcript reads")
+}
+
+fn by_uuid<'a>(t: &'a Transcript, uuid: &str) -> &'a knowledge_db::transcript::Message {
+    t.messages
+        .iter()
+        .find(|m| m.uuid.as_deref() == Some(uuid))
+        .unwrap_or_else(|| panic!("no message {uuid}"))
+}
+
+#[test]
+fn claude_code_fixture_reads_every_feature() {
+    let t = read(&fixture(&format!("{CC_SESSION}.jsonl.gz")));
+    assert_eq!(t.format, Format::ClaudeCode);
+    assert_eq!(t.session_id, CC_SESSION);
+    assert_eq!(t.titles, vec!["Fix the flaky tokenizer test"]);
+    assert_eq!(t.skipped.non_json, 1);
+    assert_eq!(t.skipped.unknown_types.get("mystery-line-type"), Some(&1));
+    assert_eq!(
+        t.skipped.not_messages.get("file-history-snapshot"),
+        Some(&1)
+    );
+    assert_eq!(
+        t.skipped.not_messages.get("system:stop_hook_summary"),
+        Some(&1)
+    );
+    assert_eq!(t.messages.len(), 16);
+
+    // The user's prompt, given as a plain string.
+    let prompt = by_uuid(&t, "m01");
+    assert_eq!(prompt.role, Role::User);
+    assert!(prompt.text().contains("tests/lexer.rs"));
+
+    // One API response over two lines: thinking, then the TaskCreate call.
+    let response = by_uuid(&t, "m02");
+    assert_eq!(response.role, Role::Assistant);
+    assert_eq!(response.response_id.as_deref(), Some("msg_p1:req_p1"));
+    assert!(matches!(response.content[0], Block::Thinking { .. }));
+    assert!(
+        matches!(&response.content[1], Block::ToolUse { name, id, input } if name == "TaskCreate" && id == "toolu_p01" && input["subject"] == "Make lexer test deterministic")
+    );
+    assert_eq!(response.usage.unwrap().output_tokens, 112);
+    assert_eq!(response.usage.unwrap().context_tokens(), 6 + 12000 + 900);
+    assert!(t.messages.iter().all(|m| m.uuid.as_deref() != Some("m03")));
+
+    // The TaskCreate result keeps Claude Code's structured output.
+    let created = by_uuid(&t, "m04");
+    assert_eq!(created.role, Role::Tool);
+    assert_eq!(created.tool_use_result.as_ref().unwrap()["task"]["id"], "1");
+
+    // TaskUpdate spelled with `id`; its result is an error with block-array content.
+    let update = by_uuid(&t, "m05");
+    assert!(
+        matches!(&update.content[0], Block::ToolUse { name, input, .. } if name == "TaskUpdate" && input["id"] == "1")
+    );
+    let failed = by_uuid(&t, "m06");
+    assert!(
+        matches!(&failed.content[0], Block::ToolResult { is_error: true, content, tool_use_id, .. } if content == "Error: task id missing\nhint: pass taskId" && tool_use_id == "toolu_p02")
+    );
+    assert_eq!(failed.error_lines(), vec!["Error: task id missing"]);
+
+    let todo = by_uuid(&t, "m07");
+    assert_eq!(todo.tool_names(), vec!["TodoWrite"]);
+
+    // Files and commands touched.
+    let edit = by_uuid(&t, "m11");
+    assert_eq!(edit.tool_names(), vec!["Edit", "Bash"]);
+    assert_eq!(edit.files(), vec!["/home/ana/parser/src/lexer/keywords.rs"]);
+    assert_eq!(
+        edit.commands(),
+        vec!["cargo test --test lexer -- --test-threads 1"]
+    );
+    assert_eq!(
+        by_uuid(&t, "m10").files(),
+        vec!["/home/ana/parser/src/lexer/keywords.rs"]
+    );
+
+    // Compaction: the boundary, then the summary.
+    let boundary = by_uuid(&t, "cb1");
+    assert!(boundary.is_compact_boundary);
+    assert_eq!(boundary.role, Role::System);
+    assert!(boundary.text().contains("161200"));
+    assert_eq!(boundary.parent_uuid.as_deref(), Some("m13"));
+    let summary = by_uuid(&t, "cs1");
+    assert!(summary.is_compact_summary && !summary.is_prompt());
+
+    // A sidechain line from a subagent.
+    let side = by_uuid(&t, "m15");
+    assert!(side.is_sidechain);
+    assert_eq!(side.agent_id.as_deref(), Some("a9f3c21"));
+    assert_eq!(side.model.as_deref(), Some("claude-haiku-4-5-20251001"));
+
+    // Turns count user prompts: m01 is turn 0, m14 (after the summary) turn 1.
+    assert_eq!(by_uuid(&t, "m13").turn_index, 0);
+    assert_eq!(by_uuid(&t, "m14").turn_index, 1);
+    assert_eq!(t.tool_calls(), 6);
+}
+
+#[test]
+fn subagent_file_reads() {
+    let t = read(&fixture(&format!(
+        "{CC_SESSION}/subagents/agent-a9f3c21.jsonl.gz"
+    )));
+    assert_eq!(t.format, Format::ClaudeCode);
+    assert_eq!(t.messages.len(), 3);
+    assert!(t.messages.iter().all(|m| m.is_sidechain));
+    assert_eq!(t.messages[1].files(), vec!["/home/ana/parser/src/lexer"]);
+}
+
+#[test]
+fn openclaw_fixture_reads() {
+    let t = read(&fixture("openclaw-session.jsonl.gz"));
+    assert_eq!(t.format, Format::Openclaw);
+    assert_eq!(t.session_id, "3b8d0c55-61f2-4e0a-b7c9-8d2e4f6a1c30");
+    let roles: Vec<Role> = t.messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        vec![
+            Role::User,
+            Role::Assistant,
+            Role::Tool,
+            Role::Assistant,
+            Role::Tool,
+            Role::User,
+            Role::User
+        ]
+    );
+    let call = &t.messages[1];
+    assert!(
+        matches!(&call.content[1], Block::ToolUse { id, name, input } if id == "call_b1" && name == "memory_search" && input["maxResults"] == 3)
+    );
+    let usage = call.usage.unwrap();
+    assert_eq!(
+        (usage.input_tokens, usage.cache_read_input_tokens),
+        (800, 6400)
+    );
+    assert!(
+        matches!(&t.messages[2].content[0], Block::ToolResult { tool_use_id, name: Some(n), is_error: false, .. } if tool_use_id == "call_b1" && n == "memory_search")
+    );
+    assert_eq!(
+        t.messages[4].error_lines(),
+        vec!["rsync: connection refused"]
+    );
+    assert!(t.messages[5].is_compact_summary);
+    assert!(t.messages[5].text().contains("Falkenstein"));
+    assert_eq!(t.skipped.unknown_types.get("new_entry_kind"), Some(&1));
+    assert_eq!(t.skipped.not_messages.get("model_change"), Some(&1));
+    assert_eq!(t.skipped.not_messages.get("custom"), Some(&1));
+    assert!(t
+        .messages
+        .iter()
+        .all(|m| m.session_id.as_deref() == Some(t.session_id.as_str())));
+}
+
+#[test]
+fn generic_fixture_reads() {
+    let t = read(&fixture("generic-session.jsonl.gz"));
+    assert_eq!(t.format, Format::Generic);
+    assert_eq!(t.session_id, "generic-session");
+    assert_eq!(t.messages[0].role, Role::System);
+    assert_eq!(t.messages[3].role, Role::Tool);
+    assert_eq!(
+        t.messages[2].commands(),
+        vec!["git tag v0.4.2 && git push origin v0.4.2"]
+    );
+    assert_eq!(
+        t.messages[4].timestamp.as_deref(),
+        Some("2026-05-01T12:00:15Z")
+    );
+    assert_eq!(t.messages[4].uuid.as_deref(), Some("g4"));
+}
+
+/// A sample of the real Claude Code sessions (every sixth file, and the ones with
+/// torn lines and Gemini CLI documents) reads without error; all 288 are read by
+/// `ingest --dry-run` in the README's measurement.
+#[test]
+fn real_sessions_read() {
+    let dir = shared_eval("transcripts/claude-code-entire-cli");
+    if !dir.is_dir() {
+        eprintln!("skipped: {} is missing", dir.display());
+        return;
+    }
+    let files = knowledge_db::transcript::find_files(&[dir]).unwrap();
+    assert_eq!(files.len(), 288);
+    let special = [
+        "2026-01-06-3a782158",
+        "2026-01-10-fa4593e0",
+        "2026-01-15-b00b80af",
+    ];
+    let mut messages = 0;
+    for (i, file) in files.iter().enumerate() {
+        let name = file.file_name().unwrap().to_string_lossy();
+        if i % 6 != 0 && !special.iter().any(|s| name.starts_with(s)) {
+            continue;
+        }
+        let t = read(file);
+        assert_eq!(t.skipped.skipped_lines(), 0, "{name}: {:?}", t.skipped);
+        messages += t.messages.len();
+    }
+    assert!(messages > 5000, "{messages}");
+}
+
+#[test]
+fn ingest_stores_messages_and_is_idempotent() {
+    let store = TestStore::new();
+    let dir = samples().join("transcripts");
+    let first = store.json(&["ingest", dir.to_str().unwrap(), "--embed", "later"]);
+    assert_eq!(first["messages"], 31);
+    assert_eq!(first["store"]["added"], 31);
+    let record = store.json(&["get", &format!("{CC_SESSION}:m11")])["source"].clone();
+    assert_eq!(record["role"], "assistant");
+    assert_eq!(record["turn_index"], 0);
+    assert_eq!(record["tool_names"], serde_json::json!(["Edit", "Bash"]));
+    assert_eq!(
+        record["files"],
+        serde_json::json!(["/home/ana/parser/src/lexer/keywords.rs"])
+    );
+    assert_eq!(record["timestamp"], "2026-03-02T09:00:14.000Z");
+    assert_eq!(record["session_id"], CC_SESSION);
+    let ids = store.search_ids(&["BTreeMap keyword table", "--kind", "message"]);
+    assert!(ids.iter().any(|id| id.starts_with(CC_SESSION)), "{ids:?}");
+
+    // Again: nothing new is read past the saved positions, nothing is written.
+    let second = store.json(&["ingest", dir.to_str().unwrap(), "--embed", "later"]);
+    assert_eq!(second["store"]["added"], 0);
+    assert_eq!(second["store"]["updated"], 0);
+    // And with --full every message is read again, still changing nothing.
+    let full = store.json(&[
+        "ingest",
+        dir.to_str().unwrap(),
+        "--full",
+        "--embed",
+        "later",
+    ]);
+    assert_eq!(full["messages"], 31);
+    assert_eq!(full["store"]["unchanged"], 31);
+}
+
+#[test]
+fn ingest_reads_only_what_a_transcript_added() {
+    let store = TestStore::new();
+    let file = store.dir.path().join("chat.jsonl");
+    let line = |i: usize| {
+        format!(
+            "{{\"role\":\"{}\",\"content\":\"message number {i} about zebra{i}\",\"id\":\"x{i}\",\"timestamp\":\"2026-05-01T12:00:{i:02}Z\"}}\n",
+            if i.is_multiple_of(2) { "user" } else { "assistant" }
+        )
+    };
+    std::fs::write(&file, (0..4).map(line).collect::<String>()).unwrap();
+    let first = store.json(&["ingest", file.to_str().unwrap(), "--embed", "later"]);
+    assert_eq!(first["store"]["added"], 4);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap();
+    for i in 4..7 {
+        f.write_all(line(i).as_bytes()).unwrap();
+    }
+    drop(f);
+    let second = store.json(&["ingest", file.to_str().unwrap(), "--embed", "later"]);
+    assert!(second["files"][0]["start_offset"].as_u64().unwrap() > 0);
+    // The last message read before is read again (it might have grown), then the 3 new ones.
+    assert_eq!(second["messages"], 4);
+    assert_eq!(second["store"]["added"], 3);
+    assert_eq!(second["store"]["unchanged"], 1);
+    let record = store.json(&["get", "chat:x6"])["source"].clone();
+    assert_eq!(record["turn_index"], 3);
+    // A rewritten file is read whole again.
+    std::fs::write(&file, line(9)).unwrap();
+    let third = store.json(&["ingest", file.to_str().unwrap(), "--embed", "later"]);
+    assert_eq!(third["files"][0]["start_offset"], 0);
+    assert_eq!(third["store"]["added"], 1);
+}
+
+#[test]
+fn ingest_of_a_missing_file_fails_and_writes_nothing() {
+    let store = TestStore::new();
+    store
+        .cmd()
+        .args(["ingest", "/no/such/transcript.jsonl"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("/no/such/transcript.jsonl"));
+    let stats = store.json(&["stats"]);
+    assert_eq!(stats["records"], 0);
+}
