@@ -15,6 +15,11 @@
 //! (README, Evaluation): Recall@10 0.613 -> 0.729 for BM25, 0.509 -> 0.562 for
 //! vectors, 0.686 -> 0.752 for the default hybrid. The turn after a record was
 //! also tried and did not help (hybrid 0.689 with it alone, 0.721 with both).
+//!
+//! `ingest` of agent transcripts does not link turns (yet): there a short tool
+//! result that follows a call would carry the call's words and outrank the call
+//! itself (seen on the fixture transcript); whether linking helps agent sessions
+//! is for the transcript replay to measure.
 
 use serde_json::Value;
 
