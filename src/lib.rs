@@ -51,6 +51,7 @@ pub mod embed;
 pub mod error;
 pub mod eval;
 pub mod index;
+pub mod integrations;
 pub mod record;
 pub mod search;
 pub mod store;
