@@ -417,7 +417,8 @@ impl QmdMode {
 /// Searches the named collections (all when empty), best `n` overall.
 ///
 /// Scores are in 0..=1 as QMD's are, since OpenClaw applies its `minScore` to
-/// them: BM25 `s` becomes `s / (1 + s)`, cosine similarity and fused scores are
+/// them: a BM25 score `s` (from `search`, or any mode when no vectors are
+/// available) becomes `s / (1 + s)`; cosine similarity and fused scores are
 /// kept as they are.
 pub fn search(
     store: &Store,
@@ -446,6 +447,8 @@ pub fn search(
         mode: mode.mode(),
         ..RankOptions::default()
     };
+    // Without a vector side every mode ranks by BM25 alone.
+    let bm25_only = mode == QmdMode::Search || engine.vector_status() != "used";
     let mut hits = Vec::new();
     for collection in wanted {
         let filters = Filters {
@@ -456,7 +459,7 @@ pub fn search(
             let Some(record) = store.get(&id)? else {
                 continue;
             };
-            let score = if mode == QmdMode::Search {
+            let score = if bm25_only {
                 score / (1.0 + score)
             } else {
                 score
