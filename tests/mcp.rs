@@ -381,3 +381,42 @@ fn mcp_errors_are_reported_not_fatal() {
     let found = server.tool("memory_search", json!({"query": "oauth2.py"}));
     assert_eq!(found["isError"], false);
 }
+
+#[test]
+fn mcp_memory_get_reads_qmd_file_hits() {
+    let store = TestStore::new();
+    let notes = store.dir.path().join("notes");
+    std::fs::create_dir_all(&notes).expect("mkdir");
+    let text: String = (1..=12).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(notes.join("log.md"), &text).expect("write");
+    std::fs::write(store.dir.path().join("outside.md"), "secret\n").expect("write");
+    let config = store.dir.path().join("qmd-config");
+    store
+        .cmd()
+        .args(["qmd", "collection", "add"])
+        .arg(&notes)
+        .args(["--name", "notes"])
+        .env("QMD_CONFIG_DIR", &config)
+        .assert()
+        .success();
+    let mut server = Server::start(&store, &[("QMD_CONFIG_DIR", &config)]);
+    server.initialize();
+
+    let page = server.tool(
+        "memory_get",
+        json!({"path": "qmd://notes/log.md", "from": 3, "lines": 4}),
+    );
+    assert_eq!(
+        page["structuredContent"],
+        json!({"path": "qmd://notes/log.md", "text": "line 3\nline 4\nline 5\nline 6",
+               "truncated": true, "from": 3, "lines": 4, "nextFrom": 7}),
+        "{page}"
+    );
+    assert_eq!(text_of(&page), "line 3\nline 4\nline 5\nline 6");
+    let whole = server.tool("memory_get", json!({"path": "log.md"}));
+    assert_eq!(whole["structuredContent"]["text"], text.trim_end());
+    // Paths outside every collection root are not read.
+    let outside = server.tool("memory_get", json!({"path": "qmd://notes/../outside.md"}));
+    assert_eq!(outside["isError"], true, "{outside}");
+    assert!(text_of(&outside).contains("neither"));
+}

@@ -32,7 +32,17 @@ Register it with Claude Code:
 or let `knowledge-db hook install` write the registration.";
 
 pub fn run(root: &Path, args: McpArgs) -> anyhow::Result<ExitCode> {
-    let store = Store::open(root)?;
+    // Agents start the server before anything was added: create the store then.
+    let store = if root.join("config.toml").exists() {
+        Store::open(root)?
+    } else {
+        let store = Store::init(root)?;
+        eprintln!(
+            "knowledge-db mcp: created an empty store at {}",
+            root.display()
+        );
+        store
+    };
     let embedder = if args.no_vectors {
         Err("turned off with --no-vectors".to_string())
     } else {

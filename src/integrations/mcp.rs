@@ -164,7 +164,12 @@ impl MemoryServer {
                             Ok(answer(value, page.text.clone()))
                         }
                         // Not a file of a collection: a record id given as a path.
-                        None => get_record(&service, &path, args.from, args.lines),
+                        None => match get_record(&service, &path, args.from, args.lines)? {
+                            found if found.is_error != Some(true) => Ok(found),
+                            _ => Ok(failure(&format!(
+                                "`{path}` is neither a file of a QMD collection nor a record id"
+                            ))),
+                        },
                     }
                 }
                 _ => Ok(failure("give exactly one of `id` or `path`")),
