@@ -16,6 +16,8 @@
 //! - [`search`]: queries, filters, snippets, batch search;
 //! - [`eval`]: BEIR evaluation, the yardstick for ranking changes;
 //! - [`bench`]: realistic corpora generated from real agent transcripts;
+//! - [`integrations`]: how agents reach the store (MCP server, OpenClaw and QMD,
+//!   Claude Code install);
 //! - [`cli`]: the `knowledge-db` command line.
 //!
 //! ```
