@@ -18,6 +18,8 @@
 //! - [`bench`]: realistic corpora generated from real agent transcripts;
 //! - [`transcript`]: Claude Code, OpenClaw and generic transcripts in one message model;
 //! - [`context`]: token counting, rolling eviction, tool-output truncation, priorities;
+//! - [`integrations`]: how agents reach the store (MCP server, OpenClaw and QMD,
+//!   Claude Code install);
 //! - [`cli`]: the `knowledge-db` command line.
 //!
 //! ```
@@ -54,6 +56,7 @@ pub mod embed;
 pub mod error;
 pub mod eval;
 pub mod index;
+pub mod integrations;
 pub mod record;
 pub mod search;
 pub mod store;

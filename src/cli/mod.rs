@@ -7,7 +7,10 @@
 mod bench;
 mod context;
 mod ingest;
+mod hook;
+mod mcp;
 mod output;
+mod qmd;
 mod verify;
 
 use std::io::{IsTerminal, Write};
@@ -74,7 +77,7 @@ enum Command {
 
     /// Search the store; or run a batch of queries with --queries.
     #[command(
-        after_help = "Examples:\n  knowledge-db search \"why did the migration fail\"\n  knowledge-db search E0502 --kind segment -k 3\n  knowledge-db search oauth2.py --session 4f1c --since 2026-01-01\n  knowledge-db search --queries queries.jsonl --scope-field conv --json"
+        after_help = "Examples:\n  knowledge-db search \"why did the migration fail\"\n  knowledge-db search E0502 --kind segment -k 3\n  knowledge-db search oauth2.py --session 4f1c --since 2026-01-01\n  knowledge-db search --queries queries.jsonl --scope-field conv --json\n  knowledge-db search \"token refresh\" --format openclaw"
     )]
     Search(SearchArgs),
 
@@ -133,6 +136,18 @@ enum Command {
     /// the rest fit the budget; print the kept messages and one eviction note.
     #[command(after_help = context::EVICT_HELP)]
     Evict(context::EvictArgs),
+    /// Serve the store to agents over MCP (stdio): memory_search, memory_get,
+    /// memory_add, memory_stats.
+    #[command(after_help = mcp::AFTER_HELP)]
+    Mcp(mcp::McpArgs),
+
+    /// A QMD-compatible command surface, for OpenClaw's `memory.backend = "qmd"`.
+    #[command(subcommand, after_help = qmd::AFTER_HELP)]
+    Qmd(qmd::QmdCommand),
+
+    /// Claude Code integration: install the hooks, the skill and the MCP server.
+    #[command(subcommand)]
+    Hook(hook::HookCommand),
 }
 
 #[derive(Debug, Args)]
@@ -283,9 +298,21 @@ struct SearchArgs {
     #[arg(long)]
     explain: bool,
 
+    /// Output: text, json (same as --json), or openclaw (OpenClaw's memory_search payload)
+    #[arg(long, value_enum, default_value_t = SearchFormat::Text)]
+    format: SearchFormat,
+
     /// Print JSON instead of text
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SearchFormat {
+    Text,
+    Json,
+    /// {results:[{path,startLine,endLine,score,vectorScore,textScore,snippet,source,citation}],…}
+    Openclaw,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -469,6 +496,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Ingest(args) => ingest::run(&root, args),
         Command::Tokens(args) => context::tokens(args),
         Command::Evict(args) => context::evict(&root, args),
+        Command::Mcp(args) => mcp::run(&root, args),
+        Command::Qmd(command) => qmd::run(&root, command),
+        Command::Hook(command) => hook::run(command),
     }
 }
 
@@ -583,7 +613,16 @@ fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result<ExitCode> 
     }
     let query = args.query.as_deref().unwrap_or_default();
     let response = engine.search(query, args.k, &filters, &rank)?;
-    if args.json {
+    if args.format == SearchFormat::Openclaw {
+        let sources = response
+            .results
+            .iter()
+            .map(|hit| Ok(store.get(&hit.id)?.map(|r| r.source)))
+            .collect::<crate::Result<Vec<_>>>()?;
+        output::print_json(&crate::integrations::openclaw::search_payload(
+            &response, &sources,
+        ))?;
+    } else if args.json || args.format == SearchFormat::Json {
         output::print_json(&response)?;
     } else {
         output::print_search(&response, std::io::stdout().is_terminal(), args.explain);

@@ -13,6 +13,7 @@
 //! returned success survives `kill -9` and power loss.
 
 pub mod add;
+pub mod browse;
 pub mod config;
 pub mod lock;
 pub mod verify;

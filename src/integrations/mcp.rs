@@ -1,0 +1,369 @@
+//! The MCP server: the store as tools an agent calls over stdio.
+//!
+//! Four tools, built on the warm [`MemoryService`]:
+//! - `memory_search {query, maxResults?, minScore?, namespace?, session?, tier?}`
+//!   ranks records (hybrid when the model and vectors are there, else BM25);
+//! - `memory_get {id | path, from?, lines?}` returns a record, and for a segment
+//!   or task one page of the raw messages of its turn range; or, for a file hit
+//!   of the QMD surface, the file's lines in OpenClaw's `memory_get` shape;
+//! - `memory_add {records}` adds records (all or nothing);
+//! - `memory_stats` counts what the store holds.
+//!
+//! Each answer carries the payload twice, as MCP asks of structured tools: as
+//! `structuredContent` for programs and as text for the model. A failure the
+//! caller can act on (no such record, invalid records) is a result with
+//! `isError: true`; arguments that do not fit a tool's schema are rejected by
+//! rmcp with JSON-RPC error -32602. The store work runs on tokio's blocking pool,
+//! so concurrent calls proceed in parallel. stdout carries the protocol; logs
+//! go to stderr.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolResult, ContentBlock, ErrorData, Implementation, ServerCapabilities, ServerConfig,
+};
+use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler, ServiceExt};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::openclaw;
+use super::qmd::Collections;
+use super::service::{MemoryService, SearchRequest};
+use crate::record::Tier;
+use crate::search::SearchResponse;
+
+/// Results when the caller gives no `maxResults`.
+const DEFAULT_RESULTS: usize = 8;
+
+/// Most results one call may ask for.
+const MAX_RESULTS: usize = 100;
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchArgs {
+    /// What to look for: words, identifiers, file names, error codes, or a question
+    pub query: String,
+    /// Number of results (default 8, at most 100)
+    pub max_results: Option<usize>,
+    /// Drop results scoring below this (hybrid scores lie in 0..1)
+    pub min_score: Option<f32>,
+    /// Namespace to search; "*" for all (default: the server's --namespace, else all)
+    pub namespace: Option<String>,
+    /// Only records of this session id
+    pub session: Option<String>,
+    /// Only records of this tier: "l2" (warm store) or "l3" (archive)
+    pub tier: Option<TierArg>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TierArg {
+    L2,
+    L3,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct GetArgs {
+    /// Record id (from a memory_search result); give this or `path`
+    pub id: Option<String>,
+    /// A file hit's path (`qmd://collection/file.md`) or a record id
+    pub path: Option<String>,
+    /// First line of a file (1-based), or first turn of a record's messages
+    pub from: Option<u64>,
+    /// How many lines of a file, or how many messages (default 50)
+    pub lines: Option<usize>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct AddArgs {
+    /// Records as JSON objects: segments, tasks, messages or notes (see the README)
+    pub records: Vec<Value>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct StatsArgs {}
+
+/// The server: the warm service plus where the QMD collections are listed.
+#[derive(Clone)]
+pub struct MemoryServer {
+    service: Arc<MemoryService>,
+    collections_file: PathBuf,
+    tool_router: ToolRouter<MemoryServer>,
+}
+
+#[tool_router]
+impl MemoryServer {
+    pub fn new(service: MemoryService) -> MemoryServer {
+        let collections_file = super::qmd::collections_file(service.store().root());
+        MemoryServer {
+            service: Arc::new(service),
+            collections_file,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    #[tool(
+        description = "Search long-term memory (compressed context segments, task summaries, evicted messages, notes) for a query. Returns ranked results with id, kind, score, snippet, session and turn range; pass an id to memory_get to read the full record and its raw messages."
+    )]
+    async fn memory_search(
+        &self,
+        Parameters(args): Parameters<SearchArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        if args.query.trim().is_empty() {
+            return Ok(failure(
+                "`query` is empty: give words, identifiers or a question",
+            ));
+        }
+        let request = SearchRequest {
+            query: args.query,
+            max_results: args
+                .max_results
+                .unwrap_or(DEFAULT_RESULTS)
+                .clamp(1, MAX_RESULTS),
+            min_score: args.min_score,
+            namespace: args.namespace,
+            session: args.session,
+            tier: args.tier.map(|t| match t {
+                TierArg::L2 => Tier::L2,
+                TierArg::L3 => Tier::L3,
+            }),
+            mode: None,
+        };
+        let service = Arc::clone(&self.service);
+        blocking(move || {
+            let response = service.search(&request)?;
+            Ok(answer(search_json(&response), search_text(&response)))
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Read one memory item in full. With `id`: the record, and for a segment or task the raw messages of its session's turn range, paged with `from` (turn) and `lines` (count). With `path`: lines of a file hit (`from`, `lines`), as OpenClaw's memory_get."
+    )]
+    async fn memory_get(
+        &self,
+        Parameters(args): Parameters<GetArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let service = Arc::clone(&self.service);
+        let collections_file = self.collections_file.clone();
+        blocking(move || {
+            match (args.id, args.path) {
+                (Some(id), None) => get_record(&service, &id, args.from, args.lines),
+                (None, Some(path)) => {
+                    let collections = Collections::load(&collections_file)?;
+                    match collections.resolve(&path) {
+                        Some((file, shown)) => {
+                            let text = std::fs::read_to_string(&file)
+                                .map_err(|e| crate::Error::io(&file, e))?;
+                            let from = args.from.map(|f| f as usize);
+                            let page = openclaw::file_lines(&shown, &text, from, args.lines);
+                            let value = serde_json::to_value(&page).unwrap_or(Value::Null);
+                            Ok(answer(value, page.text.clone()))
+                        }
+                        // Not a file of a collection: a record id given as a path.
+                        None => match get_record(&service, &path, args.from, args.lines)? {
+                            found if found.is_error != Some(true) => Ok(found),
+                            _ => Ok(failure(&format!(
+                                "`{path}` is neither a file of a QMD collection nor a record id"
+                            ))),
+                        },
+                    }
+                }
+                _ => Ok(failure("give exactly one of `id` or `path`")),
+            }
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Add or update records in long-term memory: an array of JSON objects (segments with segment_id, tasks with session_id+task_id, messages with role+text, notes with id+text). All or nothing: if one is invalid, nothing is written and every problem is listed."
+    )]
+    async fn memory_add(
+        &self,
+        Parameters(args): Parameters<AddArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        if args.records.is_empty() {
+            return Ok(failure("`records` is empty"));
+        }
+        let service = Arc::clone(&self.service);
+        blocking(move || {
+            let report = service.add(args.records)?;
+            let text = format!(
+                "added {}, updated {}, unchanged {} ({} without a vector)",
+                report.added, report.updated, report.unchanged, report.without_vector
+            );
+            Ok(answer(
+                serde_json::to_value(&report).unwrap_or(Value::Null),
+                text,
+            ))
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Count what long-term memory holds: records by kind, tier and namespace, vectors, time range, size on disk."
+    )]
+    async fn memory_stats(
+        &self,
+        Parameters(_): Parameters<StatsArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let service = Arc::clone(&self.service);
+        blocking(move || {
+            let stats = service.stats()?;
+            let mut value = serde_json::to_value(&stats).unwrap_or(Value::Null);
+            value["vector"] = json!(service.vector_status()?);
+            let text = format!(
+                "{} records; by kind {}; namespaces {}; vectors {} of {}; vector search: {}",
+                stats.records,
+                json!(stats.by_kind),
+                json!(stats.by_namespace),
+                stats.vectors.with_vector,
+                stats.records,
+                value["vector"].as_str().unwrap_or_default()
+            );
+            Ok(answer(value, text))
+        })
+        .await
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for MemoryServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "knowledge-db",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "Long-term memory of past work: search it with memory_search before redoing \
+                 something, read a hit in full with memory_get, save notes with memory_add.",
+            )
+    }
+}
+
+/// Serves MCP on stdin/stdout until the client closes the connection.
+pub fn serve_stdio(service: MemoryService) -> crate::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| crate::Error::io("tokio runtime", e))?;
+    runtime.block_on(async {
+        let server = MemoryServer::new(service)
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| crate::Error::io("stdio", std::io::Error::other(e.to_string())))?;
+        server
+            .waiting()
+            .await
+            .map_err(|e| crate::Error::io("stdio", std::io::Error::other(e.to_string())))?;
+        Ok(())
+    })
+}
+
+/// Runs store work on the blocking pool; library errors become `isError` results.
+async fn blocking<F>(work: F) -> Result<CallToolResult, ErrorData>
+where
+    F: FnOnce() -> crate::Result<CallToolResult> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(Ok(result)) => Ok(result),
+        Ok(Err(error)) => Ok(failure(&error.to_string())),
+        Err(join) => Err(ErrorData::internal_error(
+            format!("the tool call failed: {join}"),
+            None,
+        )),
+    }
+}
+
+fn get_record(
+    service: &MemoryService,
+    id: &str,
+    from: Option<u64>,
+    lines: Option<usize>,
+) -> crate::Result<CallToolResult> {
+    match service.drilldown(id, from, lines)? {
+        Some(found) => {
+            let value = serde_json::to_value(&found).unwrap_or(Value::Null);
+            let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+            Ok(answer(value, text))
+        }
+        None => Ok(failure(&format!("no record with id `{id}`"))),
+    }
+}
+
+/// A successful result: the payload as structured content and as text.
+fn answer(value: Value, text: String) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(value);
+    result
+}
+
+fn failure(message: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message.to_string())])
+}
+
+fn search_json(response: &SearchResponse) -> Value {
+    let results: Vec<Value> = response
+        .results
+        .iter()
+        .map(|h| {
+            json!({
+                "rank": h.rank,
+                "id": h.id,
+                "kind": h.kind,
+                "namespace": h.namespace,
+                "score": h.score,
+                "bm25": h.scores.bm25,
+                "vector": h.scores.vector,
+                "title": h.title,
+                "snippet": h.snippet,
+                "session_id": h.session_id,
+                "start_turn": h.start_turn,
+                "end_turn": h.end_turn,
+                "timestamp": h.timestamp,
+                "tier": h.tier,
+                "files": h.files,
+                "citation": h.citation,
+            })
+        })
+        .collect();
+    json!({
+        "query": response.query,
+        "results": results,
+        "explanation": response.explanation,
+        "vector": response.vector,
+        "took_ms": response.took_ms,
+    })
+}
+
+/// Results as the model reads them: one block per hit with its citation.
+fn search_text(response: &SearchResponse) -> String {
+    if response.results.is_empty() {
+        return format!(
+            "No results. {}",
+            response.explanation.as_deref().unwrap_or_default()
+        );
+    }
+    let mut out = String::new();
+    for h in &response.results {
+        out.push_str(&format!(
+            "{}. [{}] {} (score {:.3}, id {})\n   {}\n   {}\n",
+            h.rank,
+            h.kind,
+            h.title,
+            h.score,
+            h.id,
+            h.citation,
+            h.snippet.replace('\n', " ")
+        ));
+    }
+    if !response.vector.starts_with("used") {
+        out.push_str(&format!("(vector: {})\n", response.vector));
+    }
+    out
+}

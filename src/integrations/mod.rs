@@ -1,0 +1,15 @@
+//! Integrations: how agents reach the store.
+//!
+//! - [`service`]: the warm memory a long-running front end keeps open (store,
+//!   model, a search engine reopened when another process commits);
+//! - [`mcp`]: the stdio MCP server (`knowledge-db mcp`);
+//! - [`openclaw`]: OpenClaw's `memory_search`/`memory_get` result shapes;
+//! - [`qmd`]: a QMD-compatible backend for OpenClaw's `memory.backend = "qmd"`;
+//! - [`claude_code`]: installing the hooks, the skill and the MCP registration
+//!   into Claude Code's configuration files.
+
+pub mod claude_code;
+pub mod mcp;
+pub mod openclaw;
+pub mod qmd;
+pub mod service;

@@ -1,0 +1,324 @@
+//! The warm memory: one opened store and one loaded model, shared by every call.
+//!
+//! A long-running front end (the MCP server) pays for opening the store and
+//! loading the embedding model once. Before each call it reads the index's
+//! commit stamp (`meta.json`, a few hundred bytes); when another process has
+//! committed since, it opens a fresh search engine on the new commit, so records
+//! written by the CLI meanwhile are found by the next call. Searches run on a
+//! shared engine without locks of their own; the model is behind a mutex that
+//! queries and writes take in turn.
+
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::embed::{EmbedError, Embedder};
+use crate::error::{Error, InputError, InputErrors, Origin, Result};
+use crate::record::{parse_record, ParseOptions, Record, Tier};
+use crate::search::{Filters, Hit, Mode, RankOptions, SearchEngine, SearchResponse};
+use crate::store::{AddReport, Stats, Store};
+
+/// Most messages one drill-down returns when the caller gives no `lines`.
+pub const DEFAULT_PAGE: usize = 50;
+
+/// An embedder shared between the search engine and writes.
+#[derive(Clone)]
+pub struct SharedEmbedder {
+    inner: Arc<Mutex<Box<dyn Embedder>>>,
+    model_id: String,
+    dim: usize,
+}
+
+impl SharedEmbedder {
+    pub fn new(embedder: Box<dyn Embedder>) -> SharedEmbedder {
+        SharedEmbedder {
+            model_id: embedder.model_id().to_string(),
+            dim: embedder.dim(),
+            inner: Arc::new(Mutex::new(embedder)),
+        }
+    }
+}
+
+impl Embedder for SharedEmbedder {
+    fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    fn embed(&mut self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, EmbedError> {
+        let mut inner = self
+            .inner
+            .lock()
+            .map_err(|_| EmbedError::Inference("the embedder lock was poisoned".into()))?;
+        inner.embed(texts)
+    }
+}
+
+/// A search request as the agent front ends phrase it.
+#[derive(Debug, Clone, Default)]
+pub struct SearchRequest {
+    pub query: String,
+    pub max_results: usize,
+    pub min_score: Option<f32>,
+    /// `None` uses the service's default namespace; `Some("*")` searches all.
+    pub namespace: Option<String>,
+    pub session: Option<String>,
+    pub tier: Option<Tier>,
+    pub mode: Option<Mode>,
+}
+
+/// A record with, for a segment or task, a page of its raw messages.
+#[derive(Debug, Clone, Serialize)]
+pub struct Drilldown {
+    pub record: Value,
+    /// The messages of the record's session within its turn range, by turn.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Vec<Value>>,
+    /// The turn this page starts at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<u64>,
+    /// Turn to pass as `from` for the next page, when there is more.
+    #[serde(rename = "nextFrom", skip_serializing_if = "Option::is_none")]
+    pub next_from: Option<u64>,
+    pub truncated: bool,
+}
+
+struct Warm {
+    engine: Arc<SearchEngine>,
+    opstamp: u64,
+}
+
+/// The store and model, opened once.
+pub struct MemoryService {
+    store: Store,
+    embedder: Option<SharedEmbedder>,
+    embedder_error: String,
+    default_namespace: Option<String>,
+    warm: RwLock<Warm>,
+}
+
+impl MemoryService {
+    /// Opens the service on `store`. `embedder` is the loaded model, or why it
+    /// could not be loaded (search then runs on BM25 alone and says so).
+    /// `default_namespace` scopes searches that name none (`None`: all).
+    pub fn new(
+        store: Store,
+        embedder: std::result::Result<Box<dyn Embedder>, String>,
+        default_namespace: Option<String>,
+    ) -> Result<MemoryService> {
+        let (embedder, embedder_error) = match embedder {
+            Ok(e) => (Some(SharedEmbedder::new(e)), String::new()),
+            Err(why) => (None, why),
+        };
+        let opstamp = store.index().load_metas()?.opstamp;
+        let engine = build_engine(&store, embedder.as_ref(), &embedder_error)?;
+        Ok(MemoryService {
+            store,
+            embedder,
+            embedder_error,
+            default_namespace,
+            warm: RwLock::new(Warm {
+                engine: Arc::new(engine),
+                opstamp,
+            }),
+        })
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The engine on the newest commit: reopened only when the index changed.
+    pub fn engine(&self) -> Result<Arc<SearchEngine>> {
+        let opstamp = self.store.index().load_metas()?.opstamp;
+        {
+            let warm = self.warm.read().map_err(|_| poisoned())?;
+            if warm.opstamp == opstamp {
+                return Ok(Arc::clone(&warm.engine));
+            }
+        }
+        let mut warm = self.warm.write().map_err(|_| poisoned())?;
+        if warm.opstamp != opstamp {
+            // The stamp is read before the engine opens, so at worst the engine is
+            // newer than the stamp and the next call reopens once more.
+            warm.engine = Arc::new(build_engine(
+                &self.store,
+                self.embedder.as_ref(),
+                &self.embedder_error,
+            )?);
+            warm.opstamp = opstamp;
+        }
+        Ok(Arc::clone(&warm.engine))
+    }
+
+    /// Ranked results for `request`; `min_score` and `tier` filter the ranking.
+    pub fn search(&self, request: &SearchRequest) -> Result<SearchResponse> {
+        let engine = self.engine()?;
+        let namespace = match request.namespace.as_deref() {
+            Some("*") => None,
+            Some(ns) => Some(ns.to_string()),
+            None => self.default_namespace.clone(),
+        };
+        let filters = Filters {
+            namespace,
+            session: request.session.clone(),
+            ..Filters::default()
+        };
+        let rank = RankOptions {
+            mode: request.mode.unwrap_or(Mode::Hybrid),
+            ..RankOptions::default()
+        };
+        let k = request.max_results.max(1);
+        // Tier is not an index filter: over-fetch, then keep the asked tier.
+        let fetch = if request.tier.is_some() { k * 4 } else { k };
+        let mut response = engine.search(&request.query, fetch, &filters, &rank)?;
+        response
+            .results
+            .retain(|hit| keep(hit, request.min_score, request.tier));
+        response.results.truncate(k);
+        for (i, hit) in response.results.iter_mut().enumerate() {
+            hit.rank = i + 1;
+        }
+        Ok(response)
+    }
+
+    /// The record with `id`; for a segment or task with a session and turn
+    /// range, also one page of its messages: `lines` of them from turn `from`.
+    pub fn drilldown(
+        &self,
+        id: &str,
+        from: Option<u64>,
+        lines: Option<usize>,
+    ) -> Result<Option<Drilldown>> {
+        let searcher = self.store.reader()?.searcher();
+        let Some(record) = crate::store::get_record(&searcher, self.store.fields(), id)? else {
+            return Ok(None);
+        };
+        let mut out = Drilldown {
+            record: record_json(&record),
+            messages: None,
+            from: None,
+            next_from: None,
+            truncated: false,
+        };
+        let f = &record.fields;
+        let range = match (&f.session_id, f.start_turn, f.end_turn) {
+            (Some(session), Some(start), end) if record.kind != crate::Kind::Message => {
+                Some((session.clone(), start, end.unwrap_or(start)))
+            }
+            _ => None,
+        };
+        if let Some((session, start, end)) = range {
+            let first = from.unwrap_or(start).max(start);
+            let page = lines.unwrap_or(DEFAULT_PAGE).max(1);
+            let all = crate::store::browse::session_messages(
+                &searcher,
+                self.store.fields(),
+                &session,
+                first,
+                end,
+            )?;
+            if all.len() > page {
+                out.next_from = all[page].fields.start_turn;
+                out.truncated = true;
+            }
+            out.messages = Some(all.iter().take(page).map(message_json).collect());
+            out.from = Some(first);
+        }
+        Ok(Some(out))
+    }
+
+    /// Adds records given as JSON values (all or nothing), embedding them when
+    /// the model is loaded.
+    pub fn add(&self, values: Vec<Value>) -> Result<AddReport> {
+        let options = ParseOptions {
+            added_at: crate::now_rfc3339(),
+            ..ParseOptions::default()
+        };
+        let mut records: Vec<Record> = Vec::with_capacity(values.len());
+        let mut problems: Vec<InputError> = Vec::new();
+        for (i, value) in values.into_iter().enumerate() {
+            let origin = Origin::file(format!("records[{i}]"));
+            match parse_record(value, &origin, &options) {
+                Ok(record) => records.push(record),
+                Err(problem) => problems.push(problem),
+            }
+        }
+        if !problems.is_empty() {
+            return Err(Error::Input(InputErrors(problems)));
+        }
+        let mut embedder = self.embedder.clone();
+        self.store.add(
+            records,
+            embedder.as_mut().map(|e| e as &mut dyn Embedder),
+            self.store.lock_timeout(None),
+        )
+    }
+
+    pub fn stats(&self) -> Result<Stats> {
+        self.store.stats()
+    }
+
+    /// `used`, or why vectors are not used.
+    pub fn vector_status(&self) -> Result<String> {
+        Ok(self.engine()?.vector_status().to_string())
+    }
+
+    /// How long writes wait for the lock.
+    pub fn lock_timeout(&self) -> Duration {
+        self.store.lock_timeout(None)
+    }
+}
+
+fn build_engine(
+    store: &Store,
+    embedder: Option<&SharedEmbedder>,
+    why_not: &str,
+) -> Result<SearchEngine> {
+    let searcher = store.reader()?.searcher();
+    let coverage = crate::vectors::coverage(&searcher)?;
+    let model = match embedder {
+        Some(_) if coverage.with_vector == 0 && coverage.without_vector > 0 => {
+            Err("no record in the store has a vector yet (run `knowledge-db embed`)".to_string())
+        }
+        Some(e) => Ok(Box::new(e.clone()) as Box<dyn Embedder>),
+        None => Err(why_not.to_string()),
+    };
+    SearchEngine::with_embedder(store, model)
+}
+
+fn keep(hit: &Hit, min_score: Option<f32>, tier: Option<Tier>) -> bool {
+    min_score.is_none_or(|m| hit.score >= m) && tier.is_none_or(|t| hit.tier == t.as_str())
+}
+
+fn poisoned() -> Error {
+    Error::Usage("the memory service's engine lock was poisoned by a failed call".into())
+}
+
+/// A record as front ends show it: store fields plus the caller's JSON.
+pub fn record_json(record: &Record) -> Value {
+    serde_json::json!({
+        "id": record.id,
+        "kind": record.kind,
+        "namespace": record.namespace,
+        "tier": record.tier.as_str(),
+        "added_at": record.added_at,
+        "citation": record.citation(),
+        "source": record.source,
+    })
+}
+
+/// A raw message, compactly: turn, role, text and its id.
+fn message_json(record: &Record) -> Value {
+    serde_json::json!({
+        "id": record.id,
+        "turn_index": record.fields.start_turn,
+        "role": record.fields.title,
+        "text": record.fields.content,
+    })
+}

@@ -1,0 +1,422 @@
+//! The MCP server spoken to as a client would: JSON-RPC over the real binary's
+//! stdin/stdout. initialize, tools/list, tools/call for every tool, concurrent
+//! calls, errors for bad arguments, and records written by the CLI while the
+//! server runs.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::Duration;
+
+use common::TestStore;
+use serde_json::{json, Value};
+
+/// A running `knowledge-db mcp` and the lines it prints.
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    next_id: u64,
+}
+
+impl Server {
+    fn start(store: &TestStore, extra_env: &[(&str, &std::path::Path)]) -> Server {
+        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("knowledge-db"));
+        cmd.arg("--store").arg(store.path()).arg("mcp");
+        // No model: the server must work on BM25 alone and say so.
+        cmd.env("KNOWLEDGE_DB_MODELS", store.dir.path().join("no-models"));
+        cmd.env_remove("KNOWLEDGE_DB_MODEL_DIR");
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn mcp");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (send, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Server {
+            child,
+            stdin,
+            lines,
+            next_id: 1,
+        }
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.stdin, "{message}").expect("write request");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// Sends a request and returns its id.
+    fn request(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// The next message from the server; every stdout line must be JSON-RPC.
+    fn receive(&mut self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("a response within 60 s");
+        let message: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{message}");
+        message
+    }
+
+    /// Sends a request and waits for the response with its id.
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.request(method, params);
+        loop {
+            let message = self.receive();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    fn tool(&mut self, name: &str, arguments: Value) -> Value {
+        let response = self.call("tools/call", json!({"name": name, "arguments": arguments}));
+        assert!(response.get("error").is_none(), "{name}: {response}");
+        response["result"].clone()
+    }
+
+    fn initialize(&mut self) -> Value {
+        let response = self.call(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "knowledge-db-test", "version": "1.0"}
+            }),
+        );
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        response
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A session's messages (turns 1 to 8) and a segment summarising turns 3 to 6.
+fn drilldown_fixture(store: &TestStore) {
+    let mut lines = String::new();
+    for turn in 1..=8 {
+        let role = if turn % 2 == 1 { "user" } else { "assistant" };
+        lines.push_str(
+            &json!({
+                "kind": "message", "session_id": "s-drill", "turn_index": turn, "role": role,
+                "text": format!("turn {turn} of the flaky websocket reconnect investigation")
+            })
+            .to_string(),
+        );
+        lines.push('\n');
+    }
+    lines.push_str(
+        &json!({
+            "segment_id": "seg-drill", "session_id": "s-drill", "start_turn": 3, "end_turn": 6,
+            "topic": "Websocket reconnect loop",
+            "compressed_content": "The client retried without backoff; added jittered exponential backoff in ws_client.ts.",
+            "key_files": ["src/net/ws_client.ts"]
+        })
+        .to_string(),
+    );
+    let file = store.write("drill.jsonl", lines.as_bytes());
+    store.cmd().arg("add").arg(file).assert().success();
+}
+
+/// A call refused for its arguments: JSON-RPC -32602, or a tool error result.
+fn assert_rejected(response: &Value, named: &str) {
+    let message = if response["error"].is_object() {
+        assert_eq!(response["error"]["code"], -32602, "{response}");
+        response["error"]["message"].to_string()
+    } else {
+        assert_eq!(response["result"]["isError"], true, "{response}");
+        text_of(&response["result"])
+    };
+    assert!(message.contains(named), "{named} not in {message}");
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .expect("text content")
+        .to_string()
+}
+
+#[test]
+fn mcp_session_over_stdio() {
+    let store = TestStore::new();
+    store.add_samples();
+    drilldown_fixture(&store);
+    let mut server = Server::start(&store, &[]);
+
+    let init = server.initialize();
+    assert_eq!(
+        init["result"]["serverInfo"]["name"], "knowledge-db",
+        "{init}"
+    );
+    assert!(
+        init["result"]["capabilities"]["tools"].is_object(),
+        "{init}"
+    );
+    assert!(init["result"]["protocolVersion"].is_string());
+
+    let listed = server.call("tools/list", json!({}));
+    let tools = listed["result"]["tools"].as_array().expect("tools");
+    let mut names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["memory_add", "memory_get", "memory_search", "memory_stats"]
+    );
+    let search_tool = tools
+        .iter()
+        .find(|t| t["name"] == "memory_search")
+        .expect("memory_search");
+    let schema = &search_tool["inputSchema"];
+    assert_eq!(schema["type"], "object");
+    assert_eq!(schema["required"], json!(["query"]));
+    for field in [
+        "query",
+        "maxResults",
+        "minScore",
+        "namespace",
+        "session",
+        "tier",
+    ] {
+        assert!(schema["properties"][field].is_object(), "{field}: {schema}");
+    }
+
+    // memory_search: structured results and text, BM25 alone without a model.
+    let found = server.tool(
+        "memory_search",
+        json!({"query": "oauth2.py refresh", "maxResults": 3}),
+    );
+    assert_eq!(found["isError"], false);
+    let results = found["structuredContent"]["results"]
+        .as_array()
+        .expect("results");
+    assert_eq!(results[0]["id"], "seg-auth-0001", "{found}");
+    assert!(results.len() <= 3);
+    assert!(found["structuredContent"]["vector"]
+        .as_str()
+        .expect("vector")
+        .starts_with("unavailable"));
+    assert!(text_of(&found).contains("seg-auth-0001"));
+
+    // Filters: session and minScore.
+    let scoped = server.tool(
+        "memory_search",
+        json!({"query": "websocket reconnect", "session": "s-drill", "maxResults": 20}),
+    );
+    let scoped = scoped["structuredContent"]["results"]
+        .as_array()
+        .expect("results")
+        .clone();
+    assert!(!scoped.is_empty());
+    assert!(scoped.iter().all(|r| r["session_id"] == "s-drill"));
+    let high = server.tool(
+        "memory_search",
+        json!({"query": "websocket reconnect", "minScore": 1.0e9}),
+    );
+    assert_eq!(high["structuredContent"]["results"], json!([]));
+    let l3 = server.tool(
+        "memory_search",
+        json!({"query": "websocket reconnect", "tier": "l3"}),
+    );
+    assert_eq!(l3["structuredContent"]["results"], json!([]));
+
+    // memory_get: the segment and its messages, two at a time, by turn.
+    let page = server.tool("memory_get", json!({"id": "seg-drill", "lines": 2}));
+    let body = &page["structuredContent"];
+    assert_eq!(body["record"]["id"], "seg-drill", "{page}");
+    let turns: Vec<u64> = body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["turn_index"].as_u64().expect("turn"))
+        .collect();
+    assert_eq!(turns, [3, 4]);
+    assert_eq!(body["nextFrom"], 5);
+    assert_eq!(body["truncated"], true);
+    let next = server.tool(
+        "memory_get",
+        json!({"id": "seg-drill", "from": 5, "lines": 2}),
+    );
+    let turns: Vec<u64> = next["structuredContent"]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["turn_index"].as_u64().expect("turn"))
+        .collect();
+    assert_eq!(turns, [5, 6]);
+    assert!(next["structuredContent"].get("nextFrom").is_none());
+
+    // memory_add, then found by the next search.
+    let added = server.tool(
+        "memory_add",
+        json!({"records": [{"id": "note-mcp-1", "title": "Deploy freeze", "text": "No deploys on Fridays after 15:00 (zanzibar policy)."}]}),
+    );
+    assert_eq!(added["structuredContent"]["added"], 1, "{added}");
+    let found = server.tool("memory_search", json!({"query": "zanzibar"}));
+    assert_eq!(found["structuredContent"]["results"][0]["id"], "note-mcp-1");
+
+    // A record written by the CLI while the server holds the store open.
+    let file = store.write(
+        "late.jsonl",
+        br#"{"id": "note-cli-1", "text": "quokka migration checklist"}"#,
+    );
+    store.cmd().arg("add").arg(file).assert().success();
+    let found = server.tool("memory_search", json!({"query": "quokka"}));
+    assert_eq!(
+        found["structuredContent"]["results"][0]["id"], "note-cli-1",
+        "{found}"
+    );
+
+    // memory_stats.
+    let stats = server.tool("memory_stats", json!({}));
+    assert_eq!(stats["structuredContent"]["records"], 21, "{stats}");
+    assert!(text_of(&stats).contains("21 records"));
+
+    // Concurrent calls: all sent before any answer is read.
+    let ids: Vec<u64> = (0..6)
+        .map(|i| {
+            let query = if i % 2 == 0 {
+                "invoices index"
+            } else {
+                "websocket"
+            };
+            server.request(
+                "tools/call",
+                json!({"name": "memory_search", "arguments": {"query": query}}),
+            )
+        })
+        .collect();
+    let mut answered = Vec::new();
+    while answered.len() < ids.len() {
+        let message = server.receive();
+        assert_eq!(message["result"]["isError"], false, "{message}");
+        answered.push(message["id"].as_u64().expect("id"));
+    }
+    answered.sort();
+    assert_eq!(answered, ids);
+}
+
+#[test]
+fn mcp_errors_are_reported_not_fatal() {
+    let store = TestStore::new();
+    store.add_samples();
+    let mut server = Server::start(&store, &[]);
+    server.initialize();
+
+    // Arguments that do not fit the schema. rmcp 3.11 answers them as tool
+    // errors (isError, as the 2025-11-25 spec asks for input validation); older
+    // versions used JSON-RPC -32602. Either way the message names the field.
+    let cases = [
+        (json!({"maxResults": 3}), "query"),
+        (json!({"query": "x", "maxResults": "ten"}), "ten"),
+        (json!({"query": "x", "tier": "l9"}), "l9"),
+    ];
+    for (arguments, named) in cases {
+        let response = server.call(
+            "tools/call",
+            json!({"name": "memory_search", "arguments": arguments}),
+        );
+        assert_rejected(&response, named);
+    }
+
+    // Well-formed calls that fail: results with isError.
+    let missing_record = server.tool("memory_get", json!({"id": "no-such-id"}));
+    assert_eq!(missing_record["isError"], true);
+    assert!(text_of(&missing_record).contains("no-such-id"));
+    let neither = server.tool("memory_get", json!({}));
+    assert_eq!(neither["isError"], true);
+    let empty_query = server.tool("memory_search", json!({"query": "  "}));
+    assert_eq!(empty_query["isError"], true);
+
+    // Invalid records: every problem named, nothing written.
+    let before = store.snapshot();
+    let bad = server.tool(
+        "memory_add",
+        json!({"records": [
+            {"id": "ok-1", "text": "fine"},
+            {"segment_id": "s", "compressed_content": "x", "key_files": [1]}
+        ]}),
+    );
+    assert_eq!(bad["isError"], true, "{bad}");
+    let message = text_of(&bad);
+    assert!(
+        message.contains("records[1]") && message.contains("key_files"),
+        "{message}"
+    );
+    assert_eq!(
+        store.snapshot(),
+        before,
+        "a rejected batch changed the store"
+    );
+
+    // The server still answers after all of that.
+    let found = server.tool("memory_search", json!({"query": "oauth2.py"}));
+    assert_eq!(found["isError"], false);
+}
+
+#[test]
+fn mcp_memory_get_reads_qmd_file_hits() {
+    let store = TestStore::new();
+    let notes = store.dir.path().join("notes");
+    std::fs::create_dir_all(&notes).expect("mkdir");
+    let text: String = (1..=12).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(notes.join("log.md"), &text).expect("write");
+    std::fs::write(store.dir.path().join("outside.md"), "secret\n").expect("write");
+    let config = store.dir.path().join("qmd-config");
+    store
+        .cmd()
+        .args(["qmd", "collection", "add"])
+        .arg(&notes)
+        .args(["--name", "notes"])
+        .env("QMD_CONFIG_DIR", &config)
+        .assert()
+        .success();
+    let mut server = Server::start(&store, &[("QMD_CONFIG_DIR", &config)]);
+    server.initialize();
+
+    let page = server.tool(
+        "memory_get",
+        json!({"path": "qmd://notes/log.md", "from": 3, "lines": 4}),
+    );
+    assert_eq!(
+        page["structuredContent"],
+        json!({"path": "qmd://notes/log.md", "text": "line 3\nline 4\nline 5\nline 6",
+               "truncated": true, "from": 3, "lines": 4, "nextFrom": 7}),
+        "{page}"
+    );
+    assert_eq!(text_of(&page), "line 3\nline 4\nline 5\nline 6");
+    let whole = server.tool("memory_get", json!({"path": "log.md"}));
+    assert_eq!(whole["structuredContent"]["text"], text.trim_end());
+    // Paths outside every collection root are not read.
+    let outside = server.tool("memory_get", json!({"path": "qmd://notes/../outside.md"}));
+    assert_eq!(outside["isError"], true, "{outside}");
+    assert!(text_of(&outside).contains("neither"));
+}
