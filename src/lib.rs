@@ -45,6 +45,7 @@
 //! # }
 //! ```
 
+pub mod archive;
 pub mod bench;
 pub mod cli;
 pub mod embed;

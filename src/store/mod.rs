@@ -15,6 +15,7 @@
 pub mod add;
 pub mod config;
 pub mod lock;
+pub mod tier;
 pub mod verify;
 
 use std::collections::{BTreeMap, HashMap};
