@@ -43,7 +43,9 @@ pub fn log(root: &Path, ids: &[&str]) {
         return;
     }
     let now = crate::now_unix();
-    let mut lines = String::with_capacity(ids.len() * 48);
+    // A leading newline ends any line a crashed writer left unfinished.
+    let mut lines = String::with_capacity(ids.len() * 48 + 1);
+    lines.push('\n');
     for id in ids {
         if id.contains(['\n', '\t']) {
             continue;
@@ -82,7 +84,7 @@ fn read_into(path: &PathBuf, map: &mut AccessMap) -> Result<()> {
         let Ok(time) = time.parse::<i64>() else {
             continue;
         };
-        if id.is_empty() {
+        if id.is_empty() || id.contains('\t') {
             continue;
         }
         let access = map.entry(id.to_string()).or_default();

@@ -450,3 +450,60 @@ impl Archive {
         }
     }
 }
+
+/// One tier's size and age, for `stats`.
+#[derive(Debug, Clone, Serialize)]
+pub struct TierStats {
+    pub tier: &'static str,
+    pub records: u64,
+    /// Bytes on disk: L2's text index and vector files; L3's archive files and index.
+    pub bytes_on_disk: u64,
+    /// L3 only: bytes of the archive files alone, and of its text index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive_files_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index_bytes: Option<u64>,
+    /// L3 only: JSON bytes of the archived records over the archive files' bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compression_ratio: Option<f64>,
+    pub oldest: Option<String>,
+    pub newest: Option<String>,
+}
+
+/// The archive's [`TierStats`], from frame headers and the L3 index (no
+/// decompression).
+pub fn l3_stats(store_root: &Path) -> Result<TierStats> {
+    let archive = Archive::new(store_root);
+    let (mut raw, mut files_bytes) = (0u64, 0u64);
+    for name in archive.files()? {
+        let (_, json, bytes) = frame::header_totals(&archive.file_path(&name))?;
+        raw += json;
+        files_bytes += bytes;
+    }
+    let index_bytes = crate::store::dir_size(&archive.dir().join("index"));
+    let (mut records, mut oldest, mut newest) = (0u64, None::<i64>, None::<i64>);
+    if let Some(l3) = l3::L3Index::open_existing(&archive)? {
+        let searcher = l3.reader()?.searcher();
+        records = searcher.num_docs();
+        for segment in searcher.segment_readers() {
+            let times = segment.fast_fields().date("timestamp")?;
+            for doc in segment.doc_ids_alive() {
+                if let Some(t) = times.first(doc) {
+                    let secs = t.into_timestamp_secs();
+                    oldest = Some(oldest.map_or(secs, |o| o.min(secs)));
+                    newest = Some(newest.map_or(secs, |n| n.max(secs)));
+                }
+            }
+        }
+    }
+    Ok(TierStats {
+        tier: "l3",
+        records,
+        bytes_on_disk: files_bytes + index_bytes,
+        archive_files_bytes: Some(files_bytes),
+        index_bytes: Some(index_bytes),
+        compression_ratio: (files_bytes > 0).then(|| raw as f64 / files_bytes as f64),
+        oldest: oldest.map(format_time),
+        newest: newest.map(format_time),
+    })
+}
