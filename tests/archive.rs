@@ -271,6 +271,10 @@ fn a_torn_last_frame_is_ignored_and_the_next_archive_cuts_it() {
     std::fs::write(&file, &torn).unwrap();
     let l3 = store.json(&["search", "refresh token", "--tier", "l3"]);
     assert_eq!(ids_of(&l3)[0], "seg-auth-0001");
+    // `verify` sees the torn tail; `repair` cuts it.
+    store.cmd().arg("verify").assert().code(1);
+    store.cmd().arg("repair").assert().success();
+    store.cmd().arg("verify").assert().success();
     store.json(&["archive", "--older-than", "1d"]);
     let stats = tier_stats(&store, "l3");
     assert_eq!(stats["records"], 8);

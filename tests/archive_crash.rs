@@ -184,6 +184,8 @@ fn every_record_is_in_exactly_one_tier_after_kill_9() {
         let _ = child.wait();
         let context = format!("round {round} {args:?}");
         interrupted += check_every_id_in_exactly_one_tier(&store, &originals, &context) as u32;
+        // After recovery, `verify` (frame checksums, one tier per id) passes.
+        store.cmd().arg("verify").assert().success();
     }
     eprintln!("{rounds} kills, {interrupted} in the middle of an operation; every id in one tier");
 }

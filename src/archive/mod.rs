@@ -27,6 +27,7 @@ pub mod l3;
 pub mod ops;
 pub mod policy;
 pub mod search;
+pub mod verify;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;

@@ -286,7 +286,10 @@ pub fn recover(store: &Store, _lock: &WriterLock) -> Result<bool> {
 }
 
 /// The last copy of each id, in file order, leaving out ids in `drop`.
-fn last_copies(entries: impl Iterator<Item = Entry>, drop: &HashSet<String>) -> Vec<Entry> {
+pub(crate) fn last_copies(
+    entries: impl Iterator<Item = Entry>,
+    drop: &HashSet<String>,
+) -> Vec<Entry> {
     let entries: Vec<Entry> = entries.filter(|e| !drop.contains(&e.record.id)).collect();
     let mut last: HashMap<&str, usize> = HashMap::new();
     for (i, e) in entries.iter().enumerate() {
