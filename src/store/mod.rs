@@ -455,9 +455,14 @@ impl Store {
     }
 
     /// The record with this id, if any.
+    /// Reading is logged for the retention policy (see `crate::archive::access`).
     pub fn get(&self, id: &str) -> Result<Option<Record>> {
         let searcher = self.reader()?.searcher();
-        get_record(&searcher, &self.fields, id)
+        let record = get_record(&searcher, &self.fields, id)?;
+        if record.is_some() {
+            crate::archive::access::log(&self.root, &[id]);
+        }
+        Ok(record)
     }
 
     /// Record counts by kind, tier and namespace, and index size on disk.
