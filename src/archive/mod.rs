@@ -46,9 +46,10 @@ pub const ARCHIVE_DIR: &str = "archive";
 /// Archive files are `<YYYY-MM>.jsonl.zst`.
 const FILE_SUFFIX: &str = ".jsonl.zst";
 /// A frame holds at most this many records …
-const FRAME_RECORDS: usize = 1024;
-/// … or this many bytes of JSON lines, whichever comes first.
-const FRAME_BYTES: usize = 2 * 1024 * 1024;
+const FRAME_RECORDS: usize = 128;
+/// … or this many bytes of JSON lines, whichever comes first. Small enough that
+/// reading one search hit decompresses little, large enough to compress well.
+const FRAME_BYTES: usize = 256 * 1024;
 /// zstd level: 9 is still fast (tens of MB/s per core) and compresses JSON well.
 const ZSTD_LEVEL: i32 = 9;
 
@@ -351,10 +352,14 @@ impl Archive {
 
 /// The entry with this id among a frame's JSON lines.
 fn entry_in(lines: &[u8], id: &str) -> Result<Option<Entry>> {
-    // Cheap pre-check on the raw line before parsing it.
-    let needle = serde_json::to_string(id).unwrap_or_default();
+    // Every line starts with the record's id (`{"record":{"id":…`): compare that
+    // prefix before parsing anything.
+    let prefix = format!(
+        "{{\"record\":{{\"id\":{}",
+        serde_json::to_string(id).unwrap_or_default()
+    );
     for line in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-        if !contains(line, needle.as_bytes()) {
+        if !line.starts_with(prefix.as_bytes()) {
             continue;
         }
         let entry = Entry::parse_line(line)?;
@@ -363,10 +368,6 @@ fn entry_in(lines: &[u8], id: &str) -> Result<Option<Entry>> {
         }
     }
     Ok(None)
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 fn at_path(error: Error, path: &Path) -> Error {

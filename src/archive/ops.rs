@@ -153,34 +153,71 @@ pub(crate) fn archive_locked(
     let searcher = store.reader()?.searcher();
     let (mut total_json, mut chosen_json) = (0u64, 0u64);
     let mut next_due: Option<i64> = None;
-    let chosen = store.l2_records(&searcher, |record| {
+    let mut by_file: BTreeMap<String, usize> = BTreeMap::new();
+    let mut ids = Vec::new();
+    // Only ids are kept from the scan; records are read again batch by batch,
+    // so memory stays bounded however many records move.
+    store.l2_records(&searcher, |record| {
         let json = record.source.to_string().len() as u64;
         total_json += json;
         if selection.matches(record, &access, now) {
             chosen_json += json;
-            true
+            ids.push(record.id.clone());
+            *by_file.entry(month_of(record)).or_default() += 1;
         } else {
             let due = due_time(record, &access, selection);
             next_due = Some(next_due.map_or(due, |d: i64| d.min(due)));
-            false
         }
+        false
     })?;
     let l2_bytes = crate::store::dir_size(&store.root().join("text"))
         + crate::store::dir_size(&store.root().join("vectors"));
     let mut report = ArchiveReport {
         dry_run,
-        records: chosen.len(),
+        records: ids.len(),
         l2_bytes_freed: if total_json == 0 {
             0
         } else {
             (l2_bytes as f64 * chosen_json as f64 / total_json as f64) as u64
         },
         next_due,
+        by_file,
         ..ArchiveReport::default()
     };
+    if dry_run || ids.is_empty() {
+        report.ids = ids;
+        report.seconds = started.elapsed().as_secs_f64();
+        return Ok(report);
+    }
+    let l3 = L3Index::open_or_create(&archive)?;
+    for batch in ids.chunks(ARCHIVE_BATCH) {
+        let records = store.l2_records_by_id(&searcher, batch)?;
+        report.archive_bytes_written += archive_batch(store, lock, &archive, &l3, records, now)?;
+    }
+    report.ids = ids;
+    super::policy::note_archived(store, now)?;
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// Records moved per step: each batch is journalled, appended, indexed and
+/// removed from L2 on its own, which bounds memory (about 2 KiB per record).
+const ARCHIVE_BATCH: usize = 20_000;
+
+/// Moves one batch of L2 records into the archive, in the order of operations
+/// of the module docs. Returns the archive bytes written.
+fn archive_batch(
+    store: &Store,
+    lock: &WriterLock,
+    archive: &Archive,
+    l3: &L3Index,
+    records: Vec<crate::store::tier::L2Record>,
+    now: i64,
+) -> Result<u64> {
     let mut by_file: BTreeMap<String, Vec<Entry>> = BTreeMap::new();
-    for l2 in chosen {
-        report.ids.push(l2.record.id.clone());
+    let mut ids = Vec::with_capacity(records.len());
+    for l2 in records {
+        ids.push(l2.record.id.clone());
         let month = month_of(&l2.record);
         let entry = Entry::new(
             l2.record,
@@ -191,23 +228,18 @@ pub(crate) fn archive_locked(
         );
         by_file.entry(month).or_default().push(entry);
     }
-    report.by_file = by_file.iter().map(|(k, v)| (k.clone(), v.len())).collect();
-    if dry_run || report.ids.is_empty() {
-        report.seconds = started.elapsed().as_secs_f64();
-        return Ok(report);
-    }
     archive.write_journal(&Journal {
         op: "archive".into(),
-        ids: report.ids.clone(),
+        ids: ids.clone(),
         files: by_file.keys().cloned().collect(),
     })?;
     crash_point("archive-journal");
-    let l3 = L3Index::open_or_create(&archive)?;
+    let mut written = 0;
     let mut writer = l3.writer()?;
     for (file, entries) in &by_file {
         let before = std::fs::metadata(archive.file_path(file)).map_or(0, |m| m.len());
         let offsets = archive.append(file, entries)?;
-        report.archive_bytes_written += std::fs::metadata(archive.file_path(file))
+        written += std::fs::metadata(archive.file_path(file))
             .map_or(0, |m| m.len())
             .saturating_sub(before);
         crash_point("archive-frames");
@@ -223,12 +255,10 @@ pub(crate) fn archive_locked(
     writer.commit()?;
     writer.wait_merging_threads()?;
     crash_point("archive-l3-index");
-    store.remove_locked(lock, &report.ids)?;
+    store.remove_locked(lock, &ids)?;
     crash_point("archive-l2-removed");
     archive.clear_journal()?;
-    super::policy::note_archived(store, now)?;
-    report.seconds = started.elapsed().as_secs_f64();
-    Ok(report)
+    Ok(written)
 }
 
 /// When a record not selected now will be, under the selection's age conditions.

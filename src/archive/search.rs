@@ -10,7 +10,7 @@
 //! their vectors are not searched: tier searches rank by BM25 alone.
 //!
 //! Only the top hits are read from the archive files: the L3 index gives each
-//! hit's frame location, and one frame (up to 1024 records, about 2 MiB of JSON)
+//! hit's frame location, and one frame (up to 128 records, 256 KiB of JSON)
 //! is read, checked and decompressed per distinct frame among the hits. An
 //! archived copy whose id is live in L2 (an interrupted `archive` or `restore`)
 //! is skipped: L2 wins.

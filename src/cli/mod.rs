@@ -584,7 +584,12 @@ fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result<ExitCode> 
         tier: args.tier,
     };
     let rank = args.rank.options();
-    let engine = engine_for(&store, &rank)?;
+    // Tier searches rank by BM25 alone: no model to load.
+    let engine = if args.tier == TierFilter::L2 {
+        engine_for(&store, &rank)?
+    } else {
+        SearchEngine::new(&store)?
+    };
     if let Some(path) = &args.queries {
         let queries = read_queries(path)?;
         let stdout = std::io::stdout();
