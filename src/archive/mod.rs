@@ -314,6 +314,14 @@ impl Archive {
             .map_err(|e| Error::io(&self.dir, e))?;
         tmp.write_all(&frames)
             .map_err(|e| Error::io(tmp.path(), e))?;
+        // Same permissions as an appended file (a temp file starts private).
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            tmp.as_file()
+                .set_permissions(fs::Permissions::from_mode(0o644))
+                .map_err(|e| Error::io(tmp.path(), e))?;
+        }
         tmp.as_file()
             .sync_all()
             .map_err(|e| Error::io(tmp.path(), e))?;
