@@ -143,6 +143,9 @@ pub enum Error {
 
     #[error("{0}")]
     Usage(String),
+
+    #[error("archive {}: {message}", path.display())]
+    Archive { path: PathBuf, message: String },
 }
 
 impl Error {

@@ -14,6 +14,7 @@
 //! - [`embed`]: local embeddings (all-MiniLM-L6-v2 on ONNX Runtime);
 //! - [`vectors`]: the vector side of search, aligned with the text index;
 //! - [`search`]: queries, filters, snippets, batch search;
+//! - [`archive`]: the L3 tier: compressed archive, prune, retention, restore;
 //! - [`eval`]: BEIR evaluation, the yardstick for ranking changes;
 //! - [`bench`]: realistic corpora generated from real agent transcripts;
 //! - [`transcript`]: Claude Code, OpenClaw and generic transcripts in one message model;
@@ -49,6 +50,7 @@
 //! # }
 //! ```
 
+pub mod archive;
 pub mod bench;
 pub mod cli;
 pub mod context;

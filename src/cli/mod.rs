@@ -4,10 +4,11 @@
 //! function, print the result as text for people or as JSON (`--json`) for
 //! programs. Exit codes: 0 success, 1 error, 2 usage error.
 
+mod archive;
 mod bench;
 mod context;
-mod ingest;
 mod hook;
+mod ingest;
 mod mcp;
 mod output;
 mod qmd;
@@ -27,7 +28,7 @@ use crate::record::{Kind, ParseOptions};
 use crate::search::batch::{read_queries, run_batch};
 use crate::search::fusion::Fusion;
 use crate::search::time::parse_bound;
-use crate::search::{Filters, Mode, RankOptions, SearchEngine};
+use crate::search::{Filters, Mode, RankOptions, SearchEngine, TierFilter};
 use crate::store::add::add_paths;
 use crate::store::{default_root, Store};
 
@@ -109,6 +110,39 @@ enum Command {
     /// stored embeddings; never deletes a record. Says what it did.
     #[command(after_help = "Example:\n  knowledge-db verify || knowledge-db repair")]
     Repair(verify::RepairArgs),
+
+    /// Move L2 records into the compressed archive (L3).
+    ///
+    /// Matching records are appended to zstd files under <store>/archive/ (one per
+    /// month of the record's own time), stay searchable with `search --tier l3|all`,
+    /// and leave the L2 indexes. Conditions combine: all must hold.
+    #[command(
+        after_help = "Examples:\n  knowledge-db archive --older-than 30d --dry-run\n  knowledge-db archive --older-than 7d --idle-for 14d --namespace myproj\n  knowledge-db archive --session 4f1c9a2e --turns-before 200"
+    )]
+    Archive(archive::ArchiveArgs),
+
+    /// Reduce archived records past retention to their summaries.
+    ///
+    /// A segment keeps its id, topic, session, turn range, timestamps and
+    /// compressed_content; a task its subject and key outcomes; raw messages are
+    /// replaced by one summary per session (count, time range, turns, ids).
+    #[command(
+        after_help = "Examples:\n  knowledge-db prune --dry-run\n  knowledge-db prune --older-than 90d --json"
+    )]
+    Prune(archive::PruneArgs),
+
+    /// Apply the retention policy of config.toml ([retention]): archive cold L2
+    /// records, prune old archived ones. Cheap when nothing is due; made for cron.
+    #[command(
+        after_help = "Examples:\n  knowledge-db maintain\n  crontab: 17 * * * * knowledge-db maintain --store ~/.local/share/knowledge-db"
+    )]
+    Maintain(archive::MaintainArgs),
+
+    /// Bring archived records back to L2, with their embeddings.
+    #[command(
+        after_help = "Examples:\n  knowledge-db restore seg-0042 s1:3\n  knowledge-db restore --session 4f1c9a2e"
+    )]
+    Restore(archive::RestoreArgs),
 
     /// Measure retrieval quality and speed on a BEIR folder.
     ///
@@ -282,6 +316,10 @@ struct SearchArgs {
     /// Only records that touch this file (a path or its tail: oauth2.py)
     #[arg(long, value_name = "PATH")]
     file: Option<String>,
+
+    /// Tiers to search: l2 (the store), l3 (the archive) or all (ranked together, BM25)
+    #[arg(long, value_enum, default_value_t = TierFilter::L2, conflicts_with = "queries")]
+    tier: TierFilter,
 
     /// Run every query of a BEIR queries.jsonl; prints one JSON line per query
     #[arg(long, value_name = "FILE", conflicts_with = "query")]
@@ -491,6 +529,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Eval(args) => eval(args),
         Command::Verify(args) => verify::run_verify(&root, args),
         Command::Repair(args) => verify::run_repair(&root, args),
+        Command::Archive(args) => archive::run_archive(&root, args),
+        Command::Prune(args) => archive::run_prune(&root, args),
+        Command::Maintain(args) => archive::run_maintain(&root, args),
+        Command::Restore(args) => archive::run_restore(&root, args),
         Command::Bench(BenchCommand::Gen(args)) => bench_gen(args),
         Command::Bench(BenchCommand::Run(args)) => bench::run(args),
         Command::Ingest(args) => ingest::run(&root, args),
@@ -588,9 +630,15 @@ fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result<ExitCode> 
         since: args.since,
         until: args.until,
         file: args.file.clone(),
+        tier: args.tier,
     };
     let rank = args.rank.options();
-    let engine = engine_for(&store, &rank)?;
+    // Tier searches rank by BM25 alone: no model to load.
+    let engine = if args.tier == TierFilter::L2 {
+        engine_for(&store, &rank)?
+    } else {
+        SearchEngine::new(&store)?
+    };
     if let Some(path) = &args.queries {
         let queries = read_queries(path)?;
         let stdout = std::io::stdout();

@@ -231,6 +231,22 @@ pub fn print_stats(s: &Stats) {
     if let (Some(oldest), Some(newest)) = (&s.oldest, &s.newest) {
         println!("time range      {oldest} .. {newest}");
     }
+    for t in &s.tiers {
+        let ratio = t
+            .compression_ratio
+            .map(|r| format!(", compression {r:.1}x"))
+            .unwrap_or_default();
+        let range = match (&t.oldest, &t.newest) {
+            (Some(o), Some(n)) => format!(", {o} .. {n}"),
+            _ => String::new(),
+        };
+        println!(
+            "tier {:<10} {} records, {} on disk{ratio}{range}",
+            t.tier,
+            t.records,
+            human_bytes(t.bytes_on_disk)
+        );
+    }
 }
 
 /// Reads one metric out of a [`Quality`].

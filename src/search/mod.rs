@@ -39,7 +39,7 @@ use std::sync::Mutex;
 pub const MAX_QUERY_TERMS: usize = 1024;
 
 /// Longest snippet, in characters.
-const SNIPPET_CHARS: usize = 220;
+pub(crate) const SNIPPET_CHARS: usize = 220;
 
 /// Which records a search may return.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -54,6 +54,28 @@ pub struct Filters {
     pub until: Option<i64>,
     /// A file path or a suffix of one (`oauth2.py` matches `src/auth/oauth2.py`).
     pub file: Option<String>,
+    /// Which tiers to search: L2 (default), the L3 archive, or both.
+    #[serde(skip_serializing_if = "TierFilter::is_l2")]
+    pub tier: TierFilter,
+}
+
+/// The tiers a search covers (see `crate::archive::search`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum TierFilter {
+    /// The searchable store
+    #[default]
+    L2,
+    /// The archive only
+    L3,
+    /// Both, ranked together
+    All,
+}
+
+impl TierFilter {
+    fn is_l2(&self) -> bool {
+        *self == TierFilter::L2
+    }
 }
 
 impl Filters {
@@ -77,6 +99,9 @@ impl Filters {
         }
         if let Some(f) = &self.file {
             out.push(format!("--file {f}"));
+        }
+        if self.tier != TierFilter::L2 {
+            out.push(format!("--tier {:?}", self.tier).to_lowercase());
         }
         out
     }
@@ -189,6 +214,8 @@ struct VectorSide {
 
 /// A searcher over one commit of a store, reused across many queries.
 pub struct SearchEngine {
+    /// The store's folder (for the archive tier and the access log).
+    root: std::path::PathBuf,
     searcher: Searcher,
     /// The `id` fast-field column of each segment, opened once.
     id_columns: Vec<Option<tantivy::columnar::StrColumn>>,
@@ -211,6 +238,7 @@ impl SearchEngine {
             .map(|segment| segment.fast_fields().str("id"))
             .collect::<tantivy::Result<Vec<_>>>()?;
         Ok(SearchEngine {
+            root: store.root().to_path_buf(),
             searcher,
             id_columns,
             fields: *store.fields(),
@@ -288,6 +316,11 @@ impl SearchEngine {
         filters: &Filters,
         rank: &RankOptions,
     ) -> Result<SearchResponse> {
+        if filters.tier != TierFilter::L2 {
+            let response = crate::archive::search::search(self, query, k, filters)?;
+            self.log_access(&response);
+            return Ok(response);
+        }
         let started = std::time::Instant::now();
         self.check_query(query)?;
         let terms = self.query_terms(query);
@@ -308,7 +341,7 @@ impl SearchEngine {
             None
         };
         let uses_vectors = rank.mode != Mode::Bm25 && self.vectors.is_some();
-        Ok(SearchResponse {
+        let response = SearchResponse {
             query: query.to_string(),
             filters: filters.clone(),
             results,
@@ -324,7 +357,20 @@ impl SearchEngine {
                 .filter(|v| uses_vectors && v.without_vector > 0)
                 .map(|v| v.without_vector),
             took_ms: started.elapsed().as_secs_f64() * 1000.0,
-        })
+        };
+        self.log_access(&response);
+        Ok(response)
+    }
+
+    /// Records the results as read, for the retention policy (see `crate::archive::access`).
+    fn log_access(&self, response: &SearchResponse) {
+        let ids: Vec<&str> = response.results.iter().map(|h| h.id.as_str()).collect();
+        crate::archive::access::log(&self.root, &ids);
+    }
+
+    /// The store folder, the L2 searcher and its fields (for the archive tier).
+    pub(crate) fn parts(&self) -> (&std::path::Path, &Searcher, &IndexFields) {
+        (&self.root, &self.searcher, &self.fields)
     }
 
     /// The fused ranking of both retrievers, or of one, as `rank` asks.
@@ -433,7 +479,7 @@ impl SearchEngine {
         (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<dyn Query>)
     }
 
-    fn check_query(&self, query: &str) -> Result<()> {
+    pub(crate) fn check_query(&self, query: &str) -> Result<()> {
         if query.len() > self.max_query_bytes {
             return Err(Error::Usage(format!(
                 "the query is {} bytes, over the limit of {} (limits.max_query_bytes in config.toml)",
@@ -445,12 +491,12 @@ impl SearchEngine {
     }
 
     /// Distinct analyzed terms of the query, in order of first appearance.
-    fn query_terms(&self, query: &str) -> Vec<String> {
+    pub(crate) fn query_terms(&self, query: &str) -> Vec<String> {
         analyze_distinct(&self.analyzer, query)
     }
 
     /// Every term in every text field, with the field's boost; scores add up.
-    fn text_query(&self, terms: &[String]) -> Box<dyn Query> {
+    pub(crate) fn text_query(&self, terms: &[String]) -> Box<dyn Query> {
         if terms.is_empty() {
             return Box::new(EmptyQuery);
         }
@@ -488,7 +534,7 @@ impl SearchEngine {
     }
 
     /// The text query restricted by the filters, which do not change scores.
-    fn filtered(&self, text_query: &dyn Query, filters: &Filters) -> Box<dyn Query> {
+    pub(crate) fn filtered(&self, text_query: &dyn Query, filters: &Filters) -> Box<dyn Query> {
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text_query.box_clone())];
         for filter in self.filter_queries(filters) {
             clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(filter, 0.0))));
@@ -685,7 +731,7 @@ fn analyze_distinct(analyzer: &TextAnalyzer, text: &str) -> Vec<String> {
     terms
 }
 
-fn hit(
+pub(crate) fn hit(
     rank: usize,
     fused: &fusion::Fused<DocAddress>,
     record: Record,

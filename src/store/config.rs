@@ -26,6 +26,46 @@ pub struct Config {
     pub ranking: Ranking,
     #[serde(default)]
     pub embedding: Embedding,
+    #[serde(default)]
+    pub retention: Retention,
+}
+
+/// When `maintain` moves records down the tiers. Durations: `30m`, `12h`, `7d`, `2w`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Retention {
+    /// Archive L2 records whose own time is at least this old …
+    pub archive_older_than: String,
+    /// … and that nobody has read (search, get) or added for this long.
+    pub archive_idle_for: String,
+    /// Prune archived records to their summaries this long after archiving.
+    pub prune_after: String,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            archive_older_than: "7d".into(),
+            archive_idle_for: "14d".into(),
+            prune_after: "30d".into(),
+        }
+    }
+}
+
+impl Retention {
+    /// The three durations in seconds, or which setting cannot be read.
+    pub fn seconds(&self) -> std::result::Result<[i64; 3], String> {
+        let read = |name: &str, text: &str| {
+            crate::search::time::parse_duration_secs(text).ok_or_else(|| {
+                format!("retention.{name} = \"{text}\" is not a duration (e.g. 7d, 12h, 2w)")
+            })
+        };
+        Ok([
+            read("archive_older_than", &self.archive_older_than)?,
+            read("archive_idle_for", &self.archive_idle_for)?,
+            read("prune_after", &self.prune_after)?,
+        ])
+    }
 }
 
 /// When records get their vectors, and when a segment gets an HNSW graph.
@@ -135,6 +175,7 @@ impl Config {
             limits: Limits::default(),
             ranking: Ranking::default(),
             embedding: Embedding::default(),
+            retention: Retention::default(),
         }
     }
 

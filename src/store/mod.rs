@@ -16,6 +16,7 @@ pub mod add;
 pub mod browse;
 pub mod config;
 pub mod lock;
+pub mod tier;
 pub mod verify;
 
 use std::collections::{BTreeMap, HashMap};
@@ -90,6 +91,8 @@ pub struct Stats {
     pub vector_files_bytes: u64,
     /// Segments with an HNSW graph (the others are scanned exactly).
     pub vector_graphs: usize,
+    /// Per tier (L2 here, L3 the archive): records, bytes, compression, ages.
+    pub tiers: Vec<crate::archive::TierStats>,
 }
 
 /// The default store folder: `$KNOWLEDGE_DB_HOME`, else the platform data folder.
@@ -453,9 +456,14 @@ impl Store {
     }
 
     /// The record with this id, if any.
+    /// Reading is logged for the retention policy (see `crate::archive::access`).
     pub fn get(&self, id: &str) -> Result<Option<Record>> {
         let searcher = self.reader()?.searcher();
-        get_record(&searcher, &self.fields, id)
+        let record = get_record(&searcher, &self.fields, id)?;
+        if record.is_some() {
+            crate::archive::access::log(&self.root, &[id]);
+        }
+        Ok(record)
     }
 
     /// Record counts by kind, tier and namespace, and index size on disk.
@@ -498,17 +506,31 @@ impl Store {
                 }
             }
         }
+        let text_index_bytes = dir_size(&self.root.join("text"));
+        let vector_files_bytes = dir_size(&self.root.join("vectors"));
+        let l2_tier = crate::archive::TierStats {
+            tier: "l2",
+            records: searcher.num_docs(),
+            bytes_on_disk: text_index_bytes + vector_files_bytes,
+            archive_files_bytes: None,
+            index_bytes: None,
+            compression_ratio: None,
+            oldest: oldest.map(crate::record::parse::format_time),
+            newest: newest.map(crate::record::parse::format_time),
+        };
+        let tiers = vec![l2_tier, crate::archive::l3_stats(&self.root)?];
         Ok(Stats {
+            tiers,
             store: self.root.clone(),
             format_version: self.config.format_version,
             records: searcher.num_docs(),
             by_kind,
             by_tier,
             by_namespace,
-            text_index_bytes: dir_size(&self.root.join("text")),
+            text_index_bytes,
             segments: searcher.segment_readers().len(),
             vectors: crate::vectors::coverage(&searcher)?,
-            vector_files_bytes: dir_size(&self.root.join("vectors")),
+            vector_files_bytes,
             vector_graphs: crate::vectors::graph_count(&self.root),
             oldest: oldest.map(crate::record::parse::format_time),
             newest: newest.map(crate::record::parse::format_time),

@@ -67,6 +67,7 @@ pub fn verify(store: &Store, progress: &mut dyn FnMut(u64, u64)) -> Result<Verif
         crate::embed::DIM,
         store.config().embedding.graph_min_rows(),
     )?);
+    checks.extend(crate::archive::verify::checks(store, &searcher)?);
     Ok(VerifyReport {
         store: store.root().to_path_buf(),
         records: total,
@@ -87,6 +88,10 @@ pub fn repair(
         if fs::remove_file(path).is_ok() {
             removed.push(path.clone());
         }
+    }
+    {
+        let lock = store.lock_writer(lock_timeout)?;
+        crate::archive::verify::repair(store, &lock)?;
     }
     store.index_vectors(lock_timeout)?;
     let after = verify(store, progress)?;

@@ -1,0 +1,211 @@
+//! Searching the archive: `search --tier l3|all`.
+//!
+//! The L3 index ([`super::l3`]) has the L2 schema, so the very same query (terms
+//! in every field with the field boosts, and the filters) runs on both indexes.
+//! To rank both tiers **on one scale**, BM25's statistics (document count,
+//! average field lengths, document frequency of each term) are those of the two
+//! indexes together, as if they were one; each index scores its own candidates
+//! with them, and the lists merge by score. With `--tier l3` the statistics are
+//! the archive's own. Archived records keep their embeddings for `restore`, but
+//! their vectors are not searched: tier searches rank by BM25 alone.
+//!
+//! Only the top hits are read from the archive files: the L3 index gives each
+//! hit's frame location, and one frame (up to 128 records, 256 KiB of JSON)
+//! is read, checked and decompressed per distinct frame among the hits. An
+//! archived copy whose id is live in L2 (an interrupted `archive` or `restore`)
+//! is skipped: L2 wins.
+
+use std::collections::HashMap;
+
+use tantivy::collector::TopDocs;
+use tantivy::query::Bm25StatisticsProvider;
+use tantivy::schema::Field;
+use tantivy::snippet::SnippetGenerator;
+use tantivy::{DocAddress, Searcher, TantivyDocument, Term};
+
+use super::l3::{location_of, L3Index};
+use super::{frame, Archive, Entry, Location};
+use crate::error::Result;
+use crate::record::Record;
+use crate::search::fusion::Fused;
+use crate::search::{hit, Filters, SearchEngine, SearchResponse, TierFilter, SNIPPET_CHARS};
+
+/// BM25 statistics of several indexes taken together.
+struct Combined<'a>(Vec<&'a Searcher>);
+
+impl Bm25StatisticsProvider for Combined<'_> {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        self.0.iter().map(|s| s.total_num_tokens(field)).sum()
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        self.0.iter().map(|s| s.total_num_docs()).sum()
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        self.0.iter().map(|s| s.doc_freq(term)).sum()
+    }
+}
+
+/// Extra candidates asked of the archive, in case some are shadowed by L2 copies.
+const SHADOW_MARGIN: usize = 8;
+
+/// A search over the tiers `filters.tier` names, ranked by BM25 on one scale.
+pub fn search(
+    engine: &SearchEngine,
+    query: &str,
+    k: usize,
+    filters: &Filters,
+) -> Result<SearchResponse> {
+    let started = std::time::Instant::now();
+    engine.check_query(query)?;
+    let (root, l2, fields) = engine.parts();
+    let archive = Archive::new(root);
+    let l3 = L3Index::open_existing(&archive)?;
+    let l3_searcher = match &l3 {
+        Some(index) => Some(index.reader()?.searcher()),
+        None => None,
+    };
+    let terms = engine.query_terms(query);
+    let text_query = engine.text_query(&terms);
+    let filtered = engine.filtered(&*text_query, filters);
+    let with_l2 = filters.tier == TierFilter::All;
+    let mut sources: Vec<&Searcher> = Vec::new();
+    if with_l2 {
+        sources.push(l2);
+    }
+    if let Some(s) = &l3_searcher {
+        sources.push(s);
+    }
+    let stats = Combined(sources);
+    let top = TopDocs::with_limit(k.max(1) + SHADOW_MARGIN).order_by_score();
+    let mut candidates: Vec<(f32, bool, DocAddress)> = Vec::new();
+    if with_l2 {
+        for (score, address) in l2.search_with_statistics_provider(&*filtered, &top, &stats)? {
+            candidates.push((score, false, address));
+        }
+    }
+    if let Some(s) = &l3_searcher {
+        for (score, address) in s.search_with_statistics_provider(&*filtered, &top, &stats)? {
+            candidates.push((score, true, address));
+        }
+    }
+    candidates.sort_by(|a, b| b.0.total_cmp(&a.0));
+
+    let lookup = crate::store::IdLookup::new(l2, fields)?;
+    let mut l2_snippets = SnippetGenerator::create(l2, &*text_query, fields.content)?;
+    l2_snippets.set_max_num_chars(SNIPPET_CHARS);
+    let mut l3_snippets = match &l3_searcher {
+        Some(s) => Some(SnippetGenerator::create(s, &*text_query, fields.content)?),
+        None => None,
+    };
+    if let Some(g) = &mut l3_snippets {
+        g.set_max_num_chars(SNIPPET_CHARS);
+    }
+    let mut frames = FrameCache::new(&archive);
+    let mut results = Vec::new();
+    for (score, archived, address) in candidates {
+        if results.len() >= k {
+            break;
+        }
+        let record = if archived {
+            let (Some(s), Some(index)) = (&l3_searcher, &l3) else {
+                continue;
+            };
+            match archived_record(s, index, address, &mut frames)? {
+                Some(r) if lookup.find(&r.id)?.is_none() => r,
+                _ => continue,
+            }
+        } else {
+            let doc: TantivyDocument = l2.doc(address)?;
+            fields.record(&doc)?
+        };
+        let fused = Fused {
+            doc: address,
+            score,
+            bm25: Some((score, results.len() + 1)),
+            vector: None,
+        };
+        let snippets = match (&l3_snippets, archived) {
+            (Some(g), true) => g,
+            _ => &l2_snippets,
+        };
+        results.push(hit(results.len() + 1, &fused, record, snippets));
+    }
+    let explanation = results.is_empty().then(|| {
+        if l3.is_none() {
+            "nothing is archived yet (`knowledge-db archive --help`)".to_string()
+        } else {
+            format!(
+                "no {} record matches the query and filters",
+                if with_l2 {
+                    "L2 or archived"
+                } else {
+                    "archived"
+                }
+            )
+        }
+    });
+    Ok(SearchResponse {
+        query: query.to_string(),
+        filters: filters.clone(),
+        results,
+        explanation,
+        vector: "off: --tier l3 and --tier all rank by BM25 alone".into(),
+        records_without_vector: None,
+        took_ms: started.elapsed().as_secs_f64() * 1000.0,
+    })
+}
+
+/// The archived record behind an L3 index hit, read from its frame.
+fn archived_record(
+    searcher: &Searcher,
+    l3: &L3Index,
+    address: DocAddress,
+    frames: &mut FrameCache,
+) -> Result<Option<Record>> {
+    let doc: TantivyDocument = searcher.doc(address)?;
+    use tantivy::schema::Value;
+    let Some(id) = doc
+        .get_first(l3.fields().id)
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
+    else {
+        return Ok(None);
+    };
+    let Some(location) = location_of(searcher, l3.fields(), address)? else {
+        return Ok(None);
+    };
+    Ok(frames.entry(&location, &id)?.map(|e| e.record))
+}
+
+/// Frames already decompressed during one search.
+struct FrameCache<'a> {
+    archive: &'a Archive,
+    frames: HashMap<Location, Vec<u8>>,
+}
+
+impl<'a> FrameCache<'a> {
+    fn new(archive: &'a Archive) -> Self {
+        FrameCache {
+            archive,
+            frames: HashMap::new(),
+        }
+    }
+
+    fn entry(&mut self, location: &Location, id: &str) -> Result<Option<Entry>> {
+        if !self.frames.contains_key(location) {
+            let path = self.archive.file_path(&location.file);
+            // A frame gone or moved (a prune or restore committed its file but
+            // not yet the index): skip the hit rather than fail the search.
+            let Ok(lines) = frame::read_at(&path, location.offset) else {
+                return Ok(None);
+            };
+            self.frames.insert(location.clone(), lines);
+        }
+        match self.frames.get(location) {
+            Some(lines) => super::entry_in(lines, id),
+            None => Ok(None),
+        }
+    }
+}

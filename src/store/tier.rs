@@ -1,0 +1,164 @@
+//! What the archive tier needs from L2: read records with their version hash and
+//! embedding, and remove or put back records under a writer lock the caller holds
+//! across several steps (see `crate::archive::ops` for the order of operations).
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use tantivy::schema::Value;
+use tantivy::{Searcher, TantivyDocument, Term};
+
+use super::lock::WriterLock;
+use super::{IdLookup, Store, WRITER_HEAP_BYTES};
+use crate::error::Result;
+use crate::index::{record_hash, VectorField};
+use crate::record::Record;
+
+/// An L2 record with what archiving keeps beside it.
+#[derive(Debug, Clone)]
+pub struct L2Record {
+    pub record: Record,
+    pub hash: u64,
+    pub vector: VectorField,
+}
+
+impl Store {
+    /// Takes the writer lock for a multi-step tier operation.
+    pub fn lock_writer(&self, timeout: Duration) -> Result<WriterLock> {
+        WriterLock::acquire(&self.root.join("LOCK"), timeout)
+    }
+
+    /// Every live L2 record that `keep` accepts, with hash and embedding.
+    /// `keep` sees the record before its embedding is decoded.
+    pub fn l2_records(
+        &self,
+        searcher: &Searcher,
+        mut keep: impl FnMut(&Record) -> bool,
+    ) -> Result<Vec<L2Record>> {
+        let mut out = Vec::new();
+        for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+            let hashes = segment.fast_fields().u64("hash")?;
+            let text_hashes = segment.fast_fields().u64("text_hash")?;
+            for doc in segment.doc_ids_alive() {
+                let stored: TantivyDocument =
+                    searcher.doc(tantivy::DocAddress::new(ord as u32, doc))?;
+                let record = self.fields.record(&stored)?;
+                if !keep(&record) {
+                    continue;
+                }
+                let embedding = stored
+                    .get_first(self.fields.embedding)
+                    .and_then(|v| v.as_bytes())
+                    .and_then(|b| crate::vectors::decode(b, crate::embed::DIM));
+                out.push(L2Record {
+                    record,
+                    hash: hashes.first(doc).unwrap_or(0),
+                    vector: VectorField {
+                        text_hash: text_hashes.first(doc).unwrap_or(0),
+                        embedding,
+                    },
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The live L2 records with these ids (unknown ids are skipped).
+    pub fn l2_records_by_id<'a>(
+        &self,
+        searcher: &Searcher,
+        ids: impl IntoIterator<Item = &'a String>,
+    ) -> Result<Vec<L2Record>> {
+        let lookup = IdLookup::new(searcher, &self.fields)?;
+        let mut out = Vec::new();
+        for id in ids {
+            let Some(address) = lookup.find(id)? else {
+                continue;
+            };
+            let segment = searcher.segment_reader(address.segment_ord);
+            let stored: TantivyDocument = searcher.doc(address)?;
+            out.push(L2Record {
+                record: self.fields.record(&stored)?,
+                hash: segment
+                    .fast_fields()
+                    .u64("hash")?
+                    .first(address.doc_id)
+                    .unwrap_or(0),
+                vector: VectorField {
+                    text_hash: segment
+                        .fast_fields()
+                        .u64("text_hash")?
+                        .first(address.doc_id)
+                        .unwrap_or(0),
+                    embedding: stored
+                        .get_first(self.fields.embedding)
+                        .and_then(|v| v.as_bytes())
+                        .and_then(|b| crate::vectors::decode(b, crate::embed::DIM)),
+                },
+            });
+        }
+        Ok(out)
+    }
+
+    /// Which of `ids` are live in L2.
+    pub fn live_ids<'a>(
+        &self,
+        searcher: &Searcher,
+        ids: impl IntoIterator<Item = &'a String>,
+    ) -> Result<HashSet<String>> {
+        let lookup = IdLookup::new(searcher, &self.fields)?;
+        let mut live = HashSet::new();
+        for id in ids {
+            if lookup.find(id)?.is_some() {
+                live.insert(id.clone());
+            }
+        }
+        Ok(live)
+    }
+
+    /// Deletes records from L2 in one commit; the caller holds the writer lock.
+    pub fn remove_locked(&self, _lock: &WriterLock, ids: &[String]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let writer = self.index.writer_with_num_threads(1, WRITER_HEAP_BYTES)?;
+        for id in ids {
+            writer.delete_term(Term::from_field_text(self.fields.id, id));
+        }
+        self.commit(writer, true)
+    }
+
+    /// Writes records into L2 (replacing any with the same id) in one commit,
+    /// each with the vector given; the caller holds the writer lock.
+    pub fn put_locked(&self, _lock: &WriterLock, records: &[(Record, VectorField)]) -> Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let writer = self.index.writer_with_num_threads(1, WRITER_HEAP_BYTES)?;
+        for (record, vector) in records {
+            writer.delete_term(Term::from_field_text(self.fields.id, &record.id));
+            writer.add_document(self.fields.document(record, record_hash(record), vector)?)?;
+        }
+        self.commit(writer, true)
+    }
+
+    /// Vectors for records (reused by text hash, else computed by `embedder`, else
+    /// none), as `add` computes them.
+    pub fn vectors_for_records(
+        &self,
+        records: &[Record],
+        embedder: Option<&mut dyn crate::embed::Embedder>,
+    ) -> Result<Vec<VectorField>> {
+        let searcher = self.reader()?.searcher();
+        let with_hashes: Vec<(Record, u64)> = records
+            .iter()
+            .map(|r| (r.clone(), record_hash(r)))
+            .collect();
+        self.vectors_for(
+            &searcher,
+            &with_hashes,
+            embedder,
+            &mut super::AddReport::default(),
+        )
+    }
+}

@@ -1,0 +1,336 @@
+//! The L3 archive tier end to end: archive, search by tier, stats, restore,
+//! prune, maintain and access tracking, on real stores run through the binary
+//! (and through the library where vectors must be compared exactly).
+
+mod common;
+
+use std::time::Duration;
+
+use common::TestStore;
+use knowledge_db::archive::ops::{self, RestoreWhat, Selection};
+use knowledge_db::embed::{Embedder, HashEmbedder, DIM};
+use knowledge_db::error::Origin;
+use knowledge_db::record::{parse_record, ParseOptions};
+use knowledge_db::Store;
+use serde_json::{json, Value};
+
+/// A store with the data samples, added without vectors (no model needed).
+fn samples_store() -> TestStore {
+    let store = TestStore::new();
+    store
+        .cmd()
+        .args(["add", "--embed", "later"])
+        .arg(common::samples())
+        .assert()
+        .success();
+    store
+}
+
+fn ids_of(response: &Value) -> Vec<String> {
+    response["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| r["id"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+fn tier_stats(store: &TestStore, tier: &str) -> Value {
+    store.json(&["stats"])["tiers"]
+        .as_array()
+        .expect("tiers")
+        .iter()
+        .find(|t| t["tier"] == tier)
+        .cloned()
+        .expect("tier stats")
+}
+
+#[test]
+fn dry_run_lists_and_changes_nothing_then_archive_moves_records_to_l3() {
+    let store = samples_store();
+    let before = store.snapshot();
+    let dry = store.json(&["archive", "--older-than", "1d", "--dry-run"]);
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(dry["records"], 8, "{dry}");
+    assert!(dry["l2_bytes_freed"].as_u64().unwrap() > 0);
+    assert!(dry["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|id| id == "seg-auth-0001"));
+    assert_eq!(before, store.snapshot(), "a dry run wrote something");
+
+    let done = store.json(&["archive", "--older-than", "1d"]);
+    assert_eq!(done["records"], 8);
+    assert!(store.path().join("archive/2026-01.jsonl.zst").is_file());
+    // Gone from L2, found in L3 (marked), and in both tiers ranked together.
+    assert!(store.search_ids(&["refresh token oauth2.py"]).is_empty());
+    let l3 = store.json(&["search", "refresh token oauth2.py", "--tier", "l3"]);
+    assert_eq!(ids_of(&l3)[0], "seg-auth-0001");
+    assert_eq!(l3["results"][0]["tier"], "l3");
+    let all = store.json(&[
+        "search",
+        "deploy token",
+        "--tier",
+        "all",
+        "--all-namespaces",
+    ]);
+    let tiers: Vec<&str> = all["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["tier"].as_str().unwrap())
+        .collect();
+    assert!(tiers.contains(&"l2") && tiers.contains(&"l3"), "{all}");
+    let scores: Vec<f64> = all["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["score"].as_f64().unwrap())
+        .collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+
+    let l2 = tier_stats(&store, "l2");
+    let l3 = tier_stats(&store, "l3");
+    assert_eq!(l2["records"], 2);
+    assert_eq!(l3["records"], 8);
+    assert!(l3["compression_ratio"].as_f64().unwrap() > 1.0, "{l3}");
+    assert_eq!(l3["oldest"], "2026-01-05T10:42:00Z");
+    // The archive file is plain zstd: its frames decompress to the JSON lines.
+    let bytes = std::fs::read(store.path().join("archive/2026-01.jsonl.zst")).unwrap();
+    let text = zstd::stream::decode_all(&bytes[..]).unwrap();
+    assert_eq!(
+        text.split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count(),
+        8
+    );
+}
+
+#[test]
+fn archive_needs_a_condition_and_selects_by_session_turns_and_namespace() {
+    let store = samples_store();
+    store.cmd().arg("archive").assert().code(2);
+    let session = "4f1c9a2e-0b7d-4e55-9a51-3c2f8d1e7a10";
+    let dry = store.json(&[
+        "archive",
+        "--session",
+        session,
+        "--turns-before",
+        "50",
+        "--dry-run",
+    ]);
+    let ids: Vec<&str> = dry["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["seg-auth-0001"], "{dry}");
+    let other_ns = store.json(&["archive", "--older-than", "1d", "--namespace", "nope"]);
+    assert_eq!(other_ns["records"], 0);
+}
+
+#[test]
+fn restore_by_id_and_by_session_brings_records_back_unchanged() {
+    let store = samples_store();
+    let before = store.json(&["get", "seg-auth-0001"]);
+    store.json(&["archive", "--older-than", "1d"]);
+    store.cmd().args(["get", "seg-auth-0001"]).assert().code(1);
+    let restored = store.json(&["restore", "seg-auth-0001"]);
+    assert_eq!(restored["restored"], json!(["seg-auth-0001"]));
+    let after = store.json(&["get", "seg-auth-0001"]);
+    assert_eq!(before["source"], after["source"]);
+    assert_eq!(after["tier"], "l2");
+    assert_eq!(
+        store.search_ids(&["refresh token oauth2.py"])[0],
+        "seg-auth-0001"
+    );
+    // Not in L3 any more: exactly one tier holds it.
+    let l3 = store.json(&["search", "refresh token oauth2.py", "--tier", "l3"]);
+    assert!(!ids_of(&l3).contains(&"seg-auth-0001".to_string()));
+
+    let session = store.json(&[
+        "restore",
+        "--session",
+        "9b7e11d0-55aa-4c1e-8f0e-6a2d4b9c0f33",
+    ]);
+    assert!(
+        session["restored"].as_array().unwrap().len() >= 3,
+        "{session}"
+    );
+    let unknown = store.cmd().args(["restore", "nope"]).output().unwrap();
+    assert_eq!(unknown.status.code(), Some(1));
+    assert_eq!(
+        tier_stats(&store, "l2")["records"].as_u64().unwrap()
+            + tier_stats(&store, "l3")["records"].as_u64().unwrap(),
+        10
+    );
+}
+
+#[test]
+fn prune_reduces_records_to_summaries_and_messages_to_a_count() {
+    let store = samples_store();
+    store.json(&["archive", "--older-than", "1d"]);
+    let dry = store.json(&["prune", "--older-than", "0s", "--dry-run"]);
+    assert!(dry["records_pruned"].as_u64().unwrap() >= 4, "{dry}");
+    let report = store.json(&["prune", "--older-than", "0s"]);
+    assert_eq!(report["messages_dropped"], 2, "{report}");
+    let segment = report["pruned"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == "seg-auth-0001")
+        .unwrap();
+    assert!(segment["dropped"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("key_decisions")));
+    // The summary is still searchable in L3 and comes back pruned.
+    let l3 = store.json(&["search", "refresh token", "--tier", "l3"]);
+    assert!(ids_of(&l3).contains(&"seg-auth-0001".to_string()));
+    let summary = store.json(&["search", "messages pruned", "--tier", "l3"]);
+    let summary_id = ids_of(&summary)
+        .into_iter()
+        .find(|id| id.starts_with("pruned-messages:9b7e11d0"))
+        .expect("message summary");
+    store.json(&["restore", "seg-auth-0001", &summary_id]);
+    let seg = store.json(&["get", "seg-auth-0001"]);
+    assert_eq!(seg["pruned"], true);
+    assert!(seg["source"]["compressed_content"].is_string());
+    assert!(seg["source"]["topic"].is_string());
+    assert!(seg["source"].get("key_decisions").is_none());
+    let messages = store.json(&["get", &summary_id]);
+    assert_eq!(messages["source"]["pruned_messages"]["count"], 2);
+    assert_eq!(
+        messages["source"]["pruned_messages"]["ids"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    // Pruning again finds nothing new.
+    let again = store.json(&["prune", "--older-than", "0s"]);
+    assert_eq!(again["records_pruned"], 0);
+}
+
+#[test]
+fn maintain_applies_the_policy_and_is_a_no_op_when_nothing_is_due() {
+    let store = samples_store();
+    // Defaults: the samples were just added, so none is idle for 14 days.
+    let first = store.json(&["maintain"]);
+    assert_eq!(first["due"], true);
+    assert_eq!(first["archived"]["records"], 0);
+    let second = store.json(&["maintain"]);
+    assert_eq!(second["due"], false, "{second}");
+    // A policy that makes everything due archives, then prunes.
+    let config = store.path().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text = text.replace("archive_idle_for = \"14d\"", "archive_idle_for = \"0s\"");
+    text = text.replace("prune_after = \"30d\"", "prune_after = \"0s\"");
+    std::fs::write(&config, text).unwrap();
+    let third = store.json(&["maintain"]);
+    assert_eq!(third["archived"]["records"], 8, "{third}");
+    assert!(third["pruned"]["records_pruned"].as_u64().unwrap() >= 4);
+}
+
+#[test]
+fn reads_are_logged_and_folded_into_access_counts() {
+    let store = samples_store();
+    store.search_ids(&["refresh token oauth2.py"]);
+    store.search_ids(&["refresh token oauth2.py"]);
+    let log = std::fs::read_to_string(store.path().join("access.log")).unwrap();
+    assert!(log.contains("\tseg-auth-0001\n"), "{log}");
+    store.json(&["maintain", "--force"]);
+    assert!(!store.path().join("access.log").exists());
+    let record = store.json(&["get", "seg-auth-0001"]);
+    assert_eq!(record["access_count"], 2, "{record}");
+    assert!(record["last_accessed"].is_string());
+    // `get` is a read too.
+    let log = std::fs::read_to_string(store.path().join("access.log")).unwrap();
+    assert!(log.contains("\tseg-auth-0001\n"), "{log}");
+    // A record read recently is not idle.
+    let dry = store.json(&["archive", "--idle-for", "1h", "--dry-run"]);
+    assert!(!dry["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|id| id == "seg-auth-0001"));
+}
+
+#[test]
+fn a_torn_last_frame_is_ignored_and_the_next_archive_cuts_it() {
+    let store = samples_store();
+    store.json(&[
+        "archive",
+        "--session",
+        "4f1c9a2e-0b7d-4e55-9a51-3c2f8d1e7a10",
+    ]);
+    let file = store.path().join("archive/2026-01.jsonl.zst");
+    let good = std::fs::read(&file).unwrap();
+    // Half a frame at the end, as a crash during an append leaves it.
+    let mut torn = good.clone();
+    torn.extend_from_slice(&good[..good.len() / 2]);
+    std::fs::write(&file, &torn).unwrap();
+    let l3 = store.json(&["search", "refresh token", "--tier", "l3"]);
+    assert_eq!(ids_of(&l3)[0], "seg-auth-0001");
+    // `verify` sees the torn tail; `repair` cuts it.
+    store.cmd().arg("verify").assert().code(1);
+    store.cmd().arg("repair").assert().success();
+    store.cmd().arg("verify").assert().success();
+    store.json(&["archive", "--older-than", "1d"]);
+    let stats = tier_stats(&store, "l3");
+    assert_eq!(stats["records"], 8);
+    let text = zstd::stream::decode_all(&std::fs::read(&file).unwrap()[..]).unwrap();
+    assert_eq!(
+        text.split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count(),
+        8
+    );
+}
+
+#[test]
+fn restore_gives_back_the_archived_vector_without_re_embedding() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::init(&dir.path().join("s")).unwrap();
+    let records: Vec<_> = (0..20)
+        .map(|i| {
+            let value = json!({"id": format!("n{i}"), "text": format!("note {i} about caching"), "timestamp": "2025-06-01T00:00:00Z"});
+            parse_record(value, &Origin::file("t"), &ParseOptions::default()).unwrap()
+        })
+        .collect();
+    let mut embedder = HashEmbedder::new(DIM);
+    store
+        .add(
+            records,
+            Some(&mut embedder as &mut dyn Embedder),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+    let searcher = store.reader().unwrap().searcher();
+    let ids: Vec<String> = (0..20).map(|i| format!("n{i}")).collect();
+    let before = store.l2_records_by_id(&searcher, &ids).unwrap();
+    drop(searcher);
+    let selection = Selection {
+        older_than: Some(86_400),
+        ..Selection::default()
+    };
+    let report = ops::archive(&store, &selection, false, Duration::from_secs(5)).unwrap();
+    assert_eq!(report.records, 20);
+    let restored = ops::restore(
+        &store,
+        &RestoreWhat::Ids(ids.clone()),
+        || panic!("restore must not load a model for unpruned records"),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    assert_eq!(restored.vectors_kept, 20);
+    let searcher = store.reader().unwrap().searcher();
+    let after = store.l2_records_by_id(&searcher, &ids).unwrap();
+    for (b, a) in before.iter().zip(&after) {
+        assert_eq!(b.record.id, a.record.id);
+        assert_eq!(b.vector, a.vector);
+        assert!(a.vector.embedding.is_some());
+    }
+}
