@@ -28,5 +28,6 @@ fn locomo_is_scoped_per_conversation() {
     let report = eval("locomo-dev", "bm25");
     assert_eq!(report["scope_field"], "conv");
     let recall = report["recall_at_10"].as_f64().unwrap();
-    assert!(recall >= 0.60, "Recall@10 {recall} fell below 0.60");
+    // 0.613 without conversation context, 0.729 with it.
+    assert!(recall >= 0.70, "Recall@10 {recall} fell below 0.70");
 }

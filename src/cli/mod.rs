@@ -257,7 +257,7 @@ struct RankArgs {
     #[arg(long, value_enum, default_value_t = crate::search::DEFAULT_FUSION)]
     fusion: Fusion,
 
-    /// Weight of the vector side in linear fusion (0 = BM25 only, 1 = vector only)
+    /// Weight of the vector side in linear and z-score fusion (0 = BM25 only, 1 = vector only)
     #[arg(long, default_value_t = crate::search::DEFAULT_ALPHA, value_parser = parse_alpha)]
     alpha: f32,
 }
@@ -438,7 +438,7 @@ struct EvalArgs {
     #[command(flatten)]
     rank: RankArgs,
 
-    /// Measure BM25, vector, RRF and linear fusion (alpha 0.2 to 0.7) side by side
+    /// Measure BM25, vector, RRF, linear and z-score fusion (alpha 0.3 to 0.5) side by side
     #[arg(long)]
     compare: bool,
 

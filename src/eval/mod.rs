@@ -123,6 +123,7 @@ impl RunReport {
     pub fn label(&self) -> String {
         match (self.mode, self.fusion, self.alpha) {
             (Mode::Hybrid, Some(Fusion::Linear), Some(a)) => format!("linear a={a}"),
+            (Mode::Hybrid, Some(Fusion::Zscore), Some(a)) => format!("zscore a={a}"),
             (Mode::Hybrid, Some(Fusion::Rrf), _) => "rrf".into(),
             (Mode::Vector, ..) => "vector".into(),
             _ => "bm25".into(),
@@ -298,7 +299,7 @@ fn run_queries(
     Ok(RunReport {
         mode: rank.mode,
         fusion: hybrid.then_some(rank.fusion),
-        alpha: (hybrid && rank.fusion == Fusion::Linear).then_some(rank.alpha),
+        alpha: (hybrid && rank.fusion != Fusion::Rrf).then_some(rank.alpha),
         quality: overall.finish(),
         groups: groups.into_iter().map(|(k, q)| (k, q.finish())).collect(),
         latency_ms_p50: metrics::percentile(&latencies, 50.0),
@@ -308,7 +309,7 @@ fn run_queries(
 }
 
 /// The rankings `--compare` measures: each retriever alone, RRF, and linear
-/// fusion at several weights.
+/// (min-max) and z-score fusion at several weights.
 pub fn comparison_runs() -> Vec<RankOptions> {
     let mut runs = vec![
         RankOptions {
@@ -325,12 +326,14 @@ pub fn comparison_runs() -> Vec<RankOptions> {
             alpha: 0.5,
         },
     ];
-    for alpha in [0.2, 0.3, 0.4, 0.5, 0.7] {
-        runs.push(RankOptions {
-            mode: Mode::Hybrid,
-            fusion: Fusion::Linear,
-            alpha,
-        });
+    for fusion in [Fusion::Linear, Fusion::Zscore] {
+        for alpha in [0.3, 0.4, 0.5] {
+            runs.push(RankOptions {
+                mode: Mode::Hybrid,
+                fusion,
+                alpha,
+            });
+        }
     }
     runs
 }

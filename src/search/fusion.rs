@@ -1,12 +1,18 @@
 //! Fusing the BM25 and the vector ranking into one.
 //!
-//! Two methods, both selectable (`--fusion`; the default is linear, alpha 0.4,
+//! Three methods, all selectable (`--fusion`; the default is z-score, alpha 0.4,
 //! chosen by measurement, see [`super::DEFAULT_FUSION`]):
 //! - **reciprocal-rank fusion** (RRF): each list gives `1 / (60 + rank)`; it needs
 //!   no score calibration and rewards what both retrievers rank high;
 //! - **linear**: each list's scores are min-max normalised to [0, 1] over its own
 //!   candidates, then `alpha * vector + (1 - alpha) * bm25` (a list that misses a
 //!   document gives it 0).
+//! - **z-score**: each list's scores are standardised over its own candidates
+//!   (`(s - mean) / std`), a document a list misses gets that list's lowest
+//!   standardised score (it ranked below everything the list returned, not at
+//!   zero), then `alpha * vector + (1 - alpha) * bm25`, squashed by the logistic
+//!   function into (0, 1) so that callers' `minScore` thresholds keep a meaning.
+//!   Unlike min-max, one outlier at the top does not flatten the rest of a list.
 //!
 //! Every BM25 candidate stays a candidate, so an exact identifier hit is never lost
 //! to the vector side.
@@ -24,6 +30,7 @@ pub const RRF_K: f32 = 60.0;
 pub enum Fusion {
     Rrf,
     Linear,
+    Zscore,
 }
 
 /// A document's place in each list and its fused score.
@@ -53,6 +60,8 @@ pub fn fuse<D: Copy + Eq + Hash + Ord>(
     }
     let bm25_range = range(bm25);
     let vector_range = range(vector);
+    let bm25_z = Standard::of(bm25);
+    let vector_z = Standard::of(vector);
     let mut fused: Vec<Fused<D>> = by_doc
         .into_values()
         .map(|mut f| {
@@ -62,6 +71,9 @@ pub fn fuse<D: Copy + Eq + Hash + Ord>(
                     alpha * normalised(f.vector, vector_range)
                         + (1.0 - alpha) * normalised(f.bm25, bm25_range)
                 }
+                Fusion::Zscore => logistic(
+                    alpha * vector_z.score(f.vector) + (1.0 - alpha) * bm25_z.score(f.bm25),
+                ),
             };
             f
         })
@@ -87,6 +99,45 @@ fn range<D>(list: &[(f32, D)]) -> (f32, f32) {
     let min = list.iter().map(|s| s.0).fold(f32::INFINITY, f32::min);
     let max = list.iter().map(|s| s.0).fold(f32::NEG_INFINITY, f32::max);
     (min, max)
+}
+
+/// A list's mean and standard deviation, for z-scores.
+struct Standard {
+    mean: f32,
+    std: f32,
+    /// The lowest z-score in the list: what a document the list missed gets.
+    floor: f32,
+}
+
+impl Standard {
+    fn of<D>(list: &[(f32, D)]) -> Standard {
+        if list.is_empty() {
+            return Standard {
+                mean: 0.0,
+                std: 1.0,
+                floor: 0.0,
+            };
+        }
+        let n = list.len() as f32;
+        let mean = list.iter().map(|s| s.0).sum::<f32>() / n;
+        let variance = list.iter().map(|s| (s.0 - mean).powi(2)).sum::<f32>() / n;
+        // All scores equal: every document is average.
+        let std = if variance > 0.0 { variance.sqrt() } else { 1.0 };
+        let min = list.iter().map(|s| s.0).fold(f32::INFINITY, f32::min);
+        Standard {
+            mean,
+            std,
+            floor: (min - mean) / std,
+        }
+    }
+
+    fn score(&self, place: Option<(f32, usize)>) -> f32 {
+        place.map_or(self.floor, |(score, _)| (score - self.mean) / self.std)
+    }
+}
+
+fn logistic(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
 }
 
 /// Min-max normalisation; a list whose scores are all equal maps them to 1.
@@ -122,6 +173,33 @@ mod tests {
         assert_eq!(fuse(&bm25, &vector, Fusion::Linear, 1.0)[0].doc, 2);
         let half = fuse(&bm25, &vector, Fusion::Linear, 0.5);
         assert!((half[0].score - 0.5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn zscore_ranks_by_standardised_scores_and_stays_in_zero_one() {
+        // BM25 has one outlier at the top; min-max would flatten docs 2-4 to ~0.
+        let bm25 = [(30.0, 1), (6.0, 2), (5.0, 3), (4.0, 4)];
+        let vector = [(0.9, 3), (0.5, 2), (0.4, 1)];
+        let fused = fuse(&bm25, &vector, Fusion::Zscore, 0.4);
+        assert_eq!(fused.len(), 4);
+        assert!(fused.iter().all(|f| f.score > 0.0 && f.score < 1.0));
+        assert_eq!(fused[0].doc, 1, "the BM25 outlier stays first");
+        assert_eq!(
+            fused[1].doc, 3,
+            "the vector side's best beats BM25's runner-up"
+        );
+        // Doc 4 is missing from the vector list: it gets that list's floor.
+        let four = fused.iter().find(|f| f.doc == 4).unwrap();
+        assert!(four.vector.is_none());
+        assert_eq!(fused[3].doc, 4);
+    }
+
+    #[test]
+    fn zscore_of_one_list_or_equal_scores_is_finite() {
+        let bm25 = [(2.0, 5), (2.0, 3)];
+        let fused = fuse(&bm25, &[], Fusion::Zscore, 0.4);
+        assert_eq!(fused.iter().map(|f| f.doc).collect::<Vec<_>>(), [3, 5]);
+        assert!(fused.iter().all(|f| (f.score - 0.5).abs() < 1e-6));
     }
 
     #[test]

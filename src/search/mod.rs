@@ -128,11 +128,11 @@ pub struct RankOptions {
     pub alpha: f32,
 }
 
-/// The default fusion, chosen on `../shared/eval` (README, Evaluation): linear
-/// fusion with the vector side at 0.4 is best or within 0.003 of best on both
-/// SciFact (nDCG@10) and LoCoMo (Recall@10); RRF trails it on LoCoMo by 0.07,
-/// where the vector side alone is weak and RRF weighs its ranks as much as BM25's.
-pub const DEFAULT_FUSION: Fusion = Fusion::Linear;
+/// The default fusion, chosen on `../shared/eval` (README, Evaluation): z-score
+/// fusion with the vector side at 0.4 beats min-max linear fusion on both
+/// SciFact (nDCG@10) and LoCoMo (Recall@10); RRF trails on LoCoMo, where the
+/// vector side alone is weak and RRF weighs its ranks as much as BM25's.
+pub const DEFAULT_FUSION: Fusion = Fusion::Zscore;
 pub const DEFAULT_ALPHA: f32 = 0.4;
 
 impl Default for RankOptions {
