@@ -116,21 +116,7 @@ pub fn fold(store: &Store, lock: &WriterLock) -> Result<usize> {
         }
     }
     let mut map = AccessMap::new();
-    let text = fs::read(&folding).map_err(|e| Error::io(&folding, e))?;
-    for line in text.split(|&b| b == b'\n') {
-        let Ok(line) = std::str::from_utf8(line) else {
-            continue;
-        };
-        let Some((time, id)) = line.split_once('\t') else {
-            continue;
-        };
-        let Ok(time) = time.parse::<i64>() else {
-            continue;
-        };
-        let a = map.entry(id.to_string()).or_default();
-        a.count += 1;
-        a.last = a.last.max(time);
-    }
+    read_into(&folding, &mut map)?;
     let searcher = store.reader()?.searcher();
     let mut updated = Vec::new();
     for l2 in store.l2_records_by_id(&searcher, map.keys())? {

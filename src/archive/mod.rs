@@ -37,7 +37,7 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::record::parse::{derive_fields, format_time, parse_time};
+use crate::record::parse::{format_time, parse_time};
 use crate::record::Record;
 use crate::store::config::sync_dir;
 
@@ -116,14 +116,7 @@ impl Entry {
             id: "?".into(),
             message: format!("archived line: {e}"),
         })?;
-        let record = &mut entry.record;
-        record.fields =
-            derive_fields(record.kind, &record.source).map_err(|(field, message)| {
-                Error::CorruptRecord {
-                    id: record.id.clone(),
-                    message: format!("field `{field}`: {message}"),
-                }
-            })?;
+        crate::index::rederive_fields(&mut entry.record)?;
         Ok(entry)
     }
 }

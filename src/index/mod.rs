@@ -196,15 +196,21 @@ impl IndexFields {
             id: "?".into(),
             message: e.to_string(),
         })?;
-        record.fields =
-            derive_fields(record.kind, &record.source).map_err(|(field, message)| {
-                Error::CorruptRecord {
-                    id: record.id.clone(),
-                    message: format!("field `{field}`: {message}"),
-                }
-            })?;
+        rederive_fields(&mut record)?;
         Ok(record)
     }
+}
+
+/// Re-derives a stored record's searchable fields from its JSON (they are not
+/// stored, only the JSON is).
+pub fn rederive_fields(record: &mut Record) -> Result<()> {
+    record.fields = derive_fields(record.kind, &record.source).map_err(|(field, message)| {
+        Error::CorruptRecord {
+            id: record.id.clone(),
+            message: format!("field `{field}`: {message}"),
+        }
+    })?;
+    Ok(())
 }
 
 /// The embedding part of a document: the hash of the embedded text and its vector.
