@@ -63,6 +63,21 @@ fn dry_run_lists_and_changes_nothing_then_archive_moves_records_to_l3() {
     let done = store.json(&["archive", "--older-than", "1d"]);
     assert_eq!(done["records"], 8);
     assert!(store.path().join("archive/2026-01.jsonl.zst").is_file());
+    // `get` still finds an archived record, marked with its tier; an id in
+    // neither tier is an error.
+    let archived = store.json(&["get", "seg-auth-0001"]);
+    assert_eq!(archived["tier"], "l3");
+    assert_eq!(archived["pruned"], false);
+    assert_eq!(
+        archived["source"]["topic"],
+        "OAuth token refresh failing after 1 hour"
+    );
+    store
+        .cmd()
+        .args(["get", "seg-auth-0001", "no-such-id"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("no record with id no-such-id"));
     // Gone from L2, found in L3 (marked), and in both tiers ranked together.
     assert!(store.search_ids(&["refresh token oauth2.py"]).is_empty());
     let l3 = store.json(&["search", "refresh token oauth2.py", "--tier", "l3"]);
@@ -136,7 +151,7 @@ fn restore_by_id_and_by_session_brings_records_back_unchanged() {
     let store = samples_store();
     let before = store.json(&["get", "seg-auth-0001"]);
     store.json(&["archive", "--older-than", "1d"]);
-    store.cmd().args(["get", "seg-auth-0001"]).assert().code(1);
+    assert_eq!(store.json(&["get", "seg-auth-0001"])["tier"], "l3");
     let restored = store.json(&["restore", "seg-auth-0001"]);
     assert_eq!(restored["restored"], json!(["seg-auth-0001"]));
     let after = store.json(&["get", "seg-auth-0001"]);
@@ -194,6 +209,15 @@ fn prune_reduces_records_to_summaries_and_messages_to_a_count() {
         .into_iter()
         .find(|id| id.starts_with("pruned-messages:9b7e11d0"))
         .expect("message summary");
+    // `get` reads archived records from L3 without restoring them.
+    let archived = store.json(&["get", "seg-auth-0001"]);
+    assert_eq!(archived["tier"], "l3", "{archived}");
+    assert_eq!(archived["pruned"], true);
+    assert!(archived["archived_at"].is_string(), "{archived}");
+    assert!(archived["dropped"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("key_decisions")));
     store.json(&["restore", "seg-auth-0001", &summary_id]);
     let seg = store.json(&["get", "seg-auth-0001"]);
     assert_eq!(seg["pruned"], true);
@@ -333,4 +357,21 @@ fn restore_gives_back_the_archived_vector_without_re_embedding() {
         assert_eq!(b.vector, a.vector);
         assert!(a.vector.embedding.is_some());
     }
+}
+
+#[test]
+fn the_agent_service_reads_archived_records_by_id() {
+    let store = samples_store();
+    store.json(&["archive", "--older-than", "1d"]);
+    let service = knowledge_db::integrations::service::MemoryService::new(
+        Store::open(&store.path()).unwrap(),
+        Err("no model in this test".into()),
+        None,
+    )
+    .unwrap();
+    let found = service.drilldown("seg-auth-0001", None, None).unwrap();
+    let found = found.expect("archived record found");
+    assert_eq!(found.record["tier"], "l3");
+    assert!(found.messages.is_none());
+    assert!(service.drilldown("no-such-id", None, None).unwrap().is_none());
 }

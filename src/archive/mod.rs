@@ -242,6 +242,19 @@ impl Archive {
         })
     }
 
+    /// The archived entry with this id, found through the L3 index; none when
+    /// the archive does not hold it.
+    pub fn get(&self, id: &str) -> Result<Option<Entry>> {
+        let Some(index) = l3::L3Index::open_existing(self)? else {
+            return Ok(None);
+        };
+        let searcher = index.reader()?.searcher();
+        match l3::locate(&searcher, index.fields(), id)? {
+            Some(location) => self.read_entry(&location, id),
+            None => Ok(None),
+        }
+    }
+
     /// The entry with this id in the frame at `location`.
     pub fn read_entry(&self, location: &Location, id: &str) -> Result<Option<Entry>> {
         let path = self.file_path(&location.file);

@@ -82,8 +82,14 @@ enum Command {
     )]
     Search(SearchArgs),
 
-    /// Print records by id (their stored JSON).
-    #[command(after_help = "Example:\n  knowledge-db get seg-0042")]
+    /// Print records by id (their stored JSON), from L2 or the archive (L3).
+    #[command(
+        long_about = "Print records by id (their stored JSON). Records live in L2 are printed as \
+                      stored; archived ones come from the archive (L3) with `\"tier\": \"l3\"`, \
+                      when they were archived (`archived_at`) and what pruning dropped \
+                      (`dropped`). Exits 1 if any id is in neither tier.",
+        after_help = "Example:\n  knowledge-db get seg-0042"
+    )]
     Get(GetArgs),
 
     /// Delete records by id.
@@ -683,7 +689,7 @@ fn get(root: &std::path::Path, args: GetArgs) -> anyhow::Result<ExitCode> {
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for id in &args.ids {
-        match store.get(id)? {
+        match store.find(id)? {
             Some(record) => found.push(record),
             None => missing.push(id.clone()),
         }
@@ -691,10 +697,10 @@ fn get(root: &std::path::Path, args: GetArgs) -> anyhow::Result<ExitCode> {
     // One id prints the record itself; several print them together with the misses.
     if args.ids.len() == 1 {
         if let Some(record) = found.first() {
-            output::print_json(&output::record_json(record))?;
+            output::print_json(&output::found_json(record))?;
         }
     } else {
-        let records: Vec<_> = found.iter().map(output::record_json).collect();
+        let records: Vec<_> = found.iter().map(output::found_json).collect();
         output::print_json(&serde_json::json!({"records": records, "missing": missing}))?;
     }
     if !missing.is_empty() {

@@ -77,6 +77,22 @@ pub fn record_json(record: &Record) -> Value {
     })
 }
 
+/// A record found in either tier; an archived one also says when it was
+/// archived and what pruning dropped from it.
+pub fn found_json(found: &crate::store::tier::Found) -> Value {
+    let mut value = record_json(found.record());
+    if let (crate::store::tier::Found::Archived(entry), Some(object)) =
+        (found, value.as_object_mut())
+    {
+        object.insert(
+            "archived_at".into(),
+            json!(crate::record::parse::format_time(entry.archived_at)),
+        );
+        object.insert("dropped".into(), json!(entry.dropped));
+    }
+    value
+}
+
 pub fn print_add_summary(s: &AddSummary) {
     let r = &s.report;
     println!(

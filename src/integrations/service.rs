@@ -197,7 +197,17 @@ impl MemoryService {
     ) -> Result<Option<Drilldown>> {
         let searcher = self.store.reader()?.searcher();
         let Some(record) = crate::store::get_record(&searcher, self.store.fields(), id)? else {
-            return Ok(None);
+            // Not live: an archived record comes back alone (its messages, if
+            // any are left after pruning, are archived too; `restore` brings
+            // them back).
+            let archived = crate::archive::Archive::new(self.store.root()).get(id)?;
+            return Ok(archived.map(|entry| Drilldown {
+                record: record_json(&entry.record),
+                messages: None,
+                from: None,
+                next_from: None,
+                truncated: false,
+            }));
         };
         let mut out = Drilldown {
             record: record_json(&record),
