@@ -242,7 +242,7 @@ fn prune_reduces_records_to_summaries_and_messages_to_a_count() {
 fn maintain_applies_the_policy_and_is_a_no_op_when_nothing_is_due() {
     let store = samples_store();
     // Defaults: the samples were just added, so none is idle for 14 days.
-    let first = store.json(&["maintain"]);
+    let first = store.json(&["maintain", "--force"]);
     assert_eq!(first["due"], true);
     assert_eq!(first["archived"]["records"], 0);
     let second = store.json(&["maintain"]);
@@ -373,5 +373,72 @@ fn the_agent_service_reads_archived_records_by_id() {
     let found = found.expect("archived record found");
     assert_eq!(found.record["tier"], "l3");
     assert!(found.messages.is_none());
-    assert!(service.drilldown("no-such-id", None, None).unwrap().is_none());
+    assert!(service
+        .drilldown("no-such-id", None, None)
+        .unwrap()
+        .is_none());
+}
+
+/// Sets `[retention]` keys of a store's config.toml.
+fn set_retention(store: &TestStore, pairs: &[(&str, &str)]) {
+    let config = store.path().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    for (key, value) in pairs {
+        let start = text.find(&format!("{key} = ")).expect("key in config.toml");
+        let end = start + text[start..].find('\n').unwrap();
+        text.replace_range(start..end, &format!("{key} = {value}"));
+    }
+    std::fs::write(&config, text).unwrap();
+}
+
+#[test]
+fn writes_run_the_retention_check_and_apply_the_policy_when_due() {
+    let store = TestStore::new();
+    // The first write of a store runs the policy and saves its schedule.
+    store.add_samples();
+    let schedule = store.path().join("archive/maintain.json");
+    assert!(schedule.is_file(), "the first add did not run the check");
+    assert_eq!(store.json(&["maintain"])["due"], false);
+    assert_eq!(tier_stats(&store, "l3")["records"], 0);
+
+    // A policy that makes everything due: the next write archives every L2
+    // record at once, its own included, and says so on stderr.
+    set_retention(
+        &store,
+        &[
+            ("archive_idle_for", "\"0s\""),
+            ("archive_older_than", "\"0s\""),
+        ],
+    );
+    std::fs::remove_file(&schedule).unwrap();
+    let note = store.write(
+        "note.json",
+        br#"{"id": "late-note", "kind": "note", "text": "a late note about caching"}"#,
+    );
+    store
+        .cmd()
+        .arg("add")
+        .arg(&note)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("retention policy archived"));
+    assert_eq!(tier_stats(&store, "l2")["records"], 0);
+    assert!(tier_stats(&store, "l3")["records"].as_u64().unwrap() >= 9);
+    assert_eq!(store.json(&["get", "late-note"])["tier"], "l3");
+}
+
+#[test]
+fn maintain_on_write_can_be_turned_off() {
+    let store = TestStore::new();
+    set_retention(
+        &store,
+        &[
+            ("archive_idle_for", "\"0s\""),
+            ("archive_older_than", "\"0s\""),
+            ("maintain_on_write", "false"),
+        ],
+    );
+    store.add_samples();
+    assert!(!store.path().join("archive/maintain.json").exists());
+    assert_eq!(tier_stats(&store, "l3")["records"], 0);
 }

@@ -106,6 +106,22 @@ pub struct MaintainReport {
     pub seconds: f64,
 }
 
+/// The check every successful write runs (`[retention] maintain_on_write`, on
+/// by default): applies the policy when due, else costs one small file read.
+/// It never waits for the writer lock: when another writer holds it, that
+/// writer's own check (or the next write's) runs the policy instead. Returns
+/// the report only when something was due.
+pub fn maintain_after_write(store: &Store) -> Result<Option<MaintainReport>> {
+    if !store.config().retention.maintain_on_write {
+        return Ok(None);
+    }
+    match maintain(store, false, Duration::ZERO) {
+        Ok(report) => Ok(report.due.then_some(report)),
+        Err(Error::LockTimeout { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Applies the retention policy if anything is due (or `force`).
 pub fn maintain(store: &Store, force: bool, timeout: Duration) -> Result<MaintainReport> {
     let started = Instant::now();

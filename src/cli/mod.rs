@@ -624,7 +624,30 @@ fn add(root: &std::path::Path, args: AddArgs) -> anyhow::Result<ExitCode> {
     } else {
         output::print_add_summary(&summary);
     }
+    maintain_after_write(&store);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the retention policy's due check after a successful write. The write
+/// already succeeded, so a failure here is a warning on stderr, never an error.
+pub(crate) fn maintain_after_write(store: &Store) {
+    match crate::archive::policy::maintain_after_write(store) {
+        Ok(Some(report)) => {
+            let archived = report.archived.as_ref().map_or(0, |a| a.records);
+            let pruned = report.pruned.as_ref().map_or(0, |p| p.records_pruned);
+            if archived + pruned > 0 {
+                eprintln!(
+                    "maintain: retention policy archived {archived} and pruned {pruned} record(s) \
+                     (config.toml [retention]; `knowledge-db maintain --json` for details)"
+                );
+            }
+        }
+        Ok(None) => {}
+        Err(e) => eprintln!(
+            "warning: the write succeeded, but the retention check failed: {e} \
+             (run `knowledge-db maintain` to retry)"
+        ),
+    }
 }
 
 fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result<ExitCode> {

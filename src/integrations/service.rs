@@ -263,11 +263,16 @@ impl MemoryService {
             return Err(Error::Input(InputErrors(problems)));
         }
         let mut embedder = self.embedder.clone();
-        self.store.add(
+        let report = self.store.add(
             records,
             embedder.as_mut().map(|e| e as &mut dyn Embedder),
             self.store.lock_timeout(None),
-        )
+        )?;
+        // The write succeeded; the retention check only logs its failures.
+        if let Err(e) = crate::archive::policy::maintain_after_write(&self.store) {
+            eprintln!("knowledge-db: the retention check after memory_add failed: {e}");
+        }
+        Ok(report)
     }
 
     pub fn stats(&self) -> Result<Stats> {

@@ -40,6 +40,9 @@ pub struct Retention {
     pub archive_idle_for: String,
     /// Prune archived records to their summaries this long after archiving.
     pub prune_after: String,
+    /// Every successful write (`add`, `ingest`, `evict`, MCP `memory_add`) runs
+    /// the cheap due check of `maintain` and applies the policy when due.
+    pub maintain_on_write: bool,
 }
 
 impl Default for Retention {
@@ -48,6 +51,7 @@ impl Default for Retention {
             archive_older_than: "7d".into(),
             archive_idle_for: "14d".into(),
             prune_after: "30d".into(),
+            maintain_on_write: true,
         }
     }
 }
