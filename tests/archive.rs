@@ -63,6 +63,20 @@ fn dry_run_lists_and_changes_nothing_then_archive_moves_records_to_l3() {
     let done = store.json(&["archive", "--older-than", "1d"]);
     assert_eq!(done["records"], 8);
     assert!(store.path().join("archive/2026-01.jsonl.zst").is_file());
+    // Batch runs search tiers too (one JSON line per query).
+    let queries = store.write(
+        "queries.jsonl",
+        br#"{"_id": "q1", "text": "refresh token oauth2.py"}"#,
+    );
+    let out = store
+        .cmd()
+        .args(["search", "--tier", "l3", "--json", "--queries"])
+        .arg(&queries)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let line: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(line["results"][0]["id"], "seg-auth-0001", "{line}");
     // `get` still finds an archived record, marked with its tier; an id in
     // neither tier is an error.
     let archived = store.json(&["get", "seg-auth-0001"]);

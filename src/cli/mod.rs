@@ -324,7 +324,7 @@ struct SearchArgs {
     file: Option<String>,
 
     /// Tiers to search: l2 (the store), l3 (the archive) or all (ranked together, BM25)
-    #[arg(long, value_enum, default_value_t = TierFilter::L2, conflicts_with = "queries")]
+    #[arg(long, value_enum, default_value_t = TierFilter::L2)]
     tier: TierFilter,
 
     /// Run every query of a BEIR queries.jsonl; prints one JSON line per query

@@ -117,7 +117,17 @@ pub fn run_batch(
             filters.namespace = query.scope(field).or(filters.namespace);
         }
         let started = Instant::now();
-        let ranked = engine.search_ids(&query.text, k, &filters, rank)?;
+        let ranked = if filters.tier == super::TierFilter::L2 {
+            engine.search_ids(&query.text, k, &filters, rank)?
+        } else {
+            // Tier searches read archived records from their frames.
+            let response = engine.search(&query.text, k, &filters, rank)?;
+            response
+                .results
+                .into_iter()
+                .map(|hit| (hit.id, hit.score))
+                .collect()
+        };
         let took_ms = started.elapsed().as_secs_f64() * 1000.0;
         on_result(BatchResult {
             query_id: query.id.clone(),
