@@ -31,10 +31,9 @@ pub fn embedding_text(record: &Record) -> String {
     }
     // The previous turn goes last, after the record's own words, so that when the
     // model's 256 tokens run out it is the context that is cut.
+    // (Only messages and notes have one: see `record::context`.)
     let context = record.context.as_deref().map(|c| format!("(after: {c})"));
-    if matches!(record.kind, Kind::Message | Kind::Note) {
-        parts.extend(context.as_deref());
-    }
+    parts.extend(context.as_deref());
     let mut text = String::new();
     for part in parts.into_iter().map(str::trim).filter(|p| !p.is_empty()) {
         if !text.is_empty() {

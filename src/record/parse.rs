@@ -47,10 +47,15 @@ pub fn parse_record(
     let id = record_id(kind, object).map_err(|(f, m)| fail(Some(&f), m))?;
     let namespace = namespace(object, options).map_err(|(f, m)| fail(Some(&f), m))?;
     let fields = derive_fields(kind, &value).map_err(|(f, m)| fail(Some(&f), m))?;
-    let context = opt_str(object, "context")
-        .map_err(|(f, m)| fail(Some(&f), m))?
-        .map(|c| super::context::clip(&c))
-        .filter(|c| !c.trim().is_empty());
+    // Conversation context belongs to conversational records: on a segment or
+    // task a `context` key is only part of the caller's JSON.
+    let context = match kind {
+        Kind::Message | Kind::Note => opt_str(object, "context")
+            .map_err(|(f, m)| fail(Some(&f), m))?
+            .map(|c| super::context::clip(&c))
+            .filter(|c| !c.trim().is_empty()),
+        Kind::Segment | Kind::Task => None,
+    };
     if fields.title.trim().is_empty() && fields.content.trim().is_empty() {
         return Err(fail(
             Some(text_field_name(kind)),
@@ -484,6 +489,19 @@ mod tests {
             &Origin::line("in.jsonl", 3),
             &ParseOptions::default(),
         )
+    }
+
+    #[test]
+    fn only_messages_and_notes_carry_a_conversation_context() {
+        let note =
+            parse(json!({"kind": "note", "id": "n1", "text": "t", "context": "before"})).unwrap();
+        assert_eq!(note.context.as_deref(), Some("before"));
+        let task = parse(json!({"kind": "task", "session_id": "s", "task_id": "1", "subject": "s", "context": "before"})).unwrap();
+        assert_eq!(task.context, None);
+        assert_eq!(
+            task.source["context"], "before",
+            "kept as the caller's JSON"
+        );
     }
 
     #[test]
