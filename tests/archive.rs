@@ -456,3 +456,53 @@ fn maintain_on_write_can_be_turned_off() {
     assert!(!store.path().join("archive/maintain.json").exists());
     assert_eq!(tier_stats(&store, "l3")["records"], 0);
 }
+
+/// Archives the samples, then adds `seg-auth-0001` again (a new version).
+fn re_add_an_archived_record(store: &TestStore, crash_at: Option<&str>) -> bool {
+    store.json(&["archive", "--older-than", "1d"]);
+    let mut cmd = store.cmd();
+    cmd.args(["add", "--embed", "later"])
+        .arg(common::samples().join("compressed_context/seg-auth-0001.json"));
+    if let Some(point) = crash_at {
+        cmd.env("KNOWLEDGE_DB_CRASH_AT", point);
+    }
+    cmd.output().unwrap().status.success()
+}
+
+#[test]
+fn adding_an_archived_id_again_supersedes_the_archived_copy() {
+    let store = samples_store();
+    assert!(re_add_an_archived_record(&store, None));
+    store.cmd().arg("verify").assert().success();
+    assert_eq!(store.json(&["get", "seg-auth-0001"])["tier"], "l2");
+    let l3 = store.json(&["search", "refresh token oauth2.py", "--tier", "l3"]);
+    assert!(!ids_of(&l3).contains(&"seg-auth-0001".to_string()), "{l3}");
+    assert_eq!(tier_stats(&store, "l3")["records"], 7);
+    // Archiving it again leaves one archived copy.
+    store.json(&["archive", "--older-than", "1d"]);
+    store.cmd().arg("verify").assert().success();
+    assert_eq!(tier_stats(&store, "l3")["records"], 8);
+}
+
+#[test]
+fn a_crash_while_superseding_an_archived_copy_is_recovered() {
+    // Killed before the L2 commit: the add did not happen, the archived copy
+    // stays. Killed after it: the new version is live, the copy goes.
+    for (point, tier) in [
+        ("supersede-journalled", "l3"),
+        ("supersede-committed", "l2"),
+    ] {
+        let store = samples_store();
+        assert!(!re_add_an_archived_record(&store, Some(point)), "{point}");
+        store.cmd().arg("repair").assert().success();
+        store.cmd().arg("verify").assert().success();
+        assert_eq!(
+            store.json(&["get", "seg-auth-0001"])["tier"],
+            tier,
+            "{point}"
+        );
+        let both = tier_stats(&store, "l2")["records"].as_u64().unwrap()
+            + tier_stats(&store, "l3")["records"].as_u64().unwrap();
+        assert_eq!(both, 10, "{point}");
+    }
+}

@@ -315,6 +315,51 @@ pub fn recover(store: &Store, _lock: &WriterLock) -> Result<bool> {
     Ok(true)
 }
 
+/// Makes a write of `ids` to L2 supersede their archived copies: called under
+/// the writer lock **before** the L2 commit, it journals the archived ids among
+/// them and the files that hold them; [`finish_superseding`] then removes those
+/// copies once the ids are live. A crash between the two leaves the journal, so
+/// the next tier command or `repair` finishes it (copies of ids that did become
+/// live are dropped; the others stay). Returns whether anything was journalled.
+pub fn begin_superseding<'a>(
+    store: &Store,
+    lock: &WriterLock,
+    ids: impl IntoIterator<Item = &'a str>,
+) -> Result<bool> {
+    let archive = Archive::new(store.root());
+    let Some(l3) = L3Index::open_existing(&archive)? else {
+        return Ok(false);
+    };
+    let searcher = l3.reader()?.searcher();
+    let mut journal = Journal {
+        op: "supersede".into(),
+        ids: Vec::new(),
+        files: Vec::new(),
+    };
+    for id in ids {
+        if let Some(location) = super::l3::locate(&searcher, l3.fields(), id)? {
+            journal.ids.push(id.to_string());
+            if !journal.files.contains(&location.file) {
+                journal.files.push(location.file);
+            }
+        }
+    }
+    if journal.ids.is_empty() {
+        return Ok(false);
+    }
+    // Never overwrite the journal of an interrupted operation: finish it first.
+    recover(store, lock)?;
+    archive.write_journal(&journal)?;
+    crash_point("supersede-journalled");
+    Ok(true)
+}
+
+/// Second half of [`begin_superseding`], after the L2 commit.
+pub fn finish_superseding(store: &Store, lock: &WriterLock) -> Result<()> {
+    crash_point("supersede-committed");
+    recover(store, lock).map(|_| ())
+}
+
 /// The last copy of each id, in file order, leaving out ids in `drop`.
 pub(crate) fn last_copies(
     entries: impl Iterator<Item = Entry>,

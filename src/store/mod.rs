@@ -213,7 +213,7 @@ impl Store {
         let vectors = self.vectors_for(&snapshot, &changed, embedder, &mut report)?;
         drop(snapshot);
 
-        let (_lock, writer) = self.writer(lock_timeout)?;
+        let (lock, writer) = self.writer(lock_timeout)?;
         // Re-read the hashes under the lock: another writer may have run meanwhile.
         let searcher = self.reader()?.searcher();
         let lookup = IdLookup::new(&searcher, &self.fields)?;
@@ -235,7 +235,15 @@ impl Store {
         report.added = added;
         report.updated = updated;
         report.unchanged += unchanged;
+        // A new record whose id is archived supersedes the archived copy, so
+        // every id stays in exactly one tier.
+        let new_ids = changed.iter().map(|(record, _)| record.id.as_str());
+        let superseding =
+            added > 0 && crate::archive::ops::begin_superseding(self, &lock, new_ids)?;
         self.commit(writer, added + updated > 0)?;
+        if superseding {
+            crate::archive::ops::finish_superseding(self, &lock)?;
+        }
         Ok(report)
     }
 
