@@ -1,6 +1,6 @@
 //! The Claude Code hooks run as Claude Code runs them: the built binary with the
 //! hook JSON on stdin, on temporary stores, over transcripts written from
-//! interop.md (`data-samples/hooks/`, made by `make_fixtures.py`).
+//! interop.md (`data-samples/hooks/*.jsonl.gz`, made by `make_fixtures.py`).
 
 mod common;
 
@@ -19,10 +19,22 @@ fn sample(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// A copy of a sample transcript in the test's folder (the hooks read it as it grows).
+/// A sample transcript's lines (the samples are gzipped, so `add data-samples/` skips them).
+fn sample_bytes(name: &str) -> Vec<u8> {
+    use std::io::Read;
+    let raw = fs::read(sample(&format!("{name}.gz"))).expect("sample");
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(&raw[..])
+        .read_to_end(&mut out)
+        .expect("gunzip");
+    out
+}
+
+/// A sample transcript decompressed into the test's folder, as Claude Code
+/// writes it (plain JSONL; the hooks read it as it grows).
 fn transcript(store: &TestStore, name: &str) -> PathBuf {
     let path = store.dir.path().join(name);
-    fs::copy(sample(name), &path).expect("copy sample");
+    fs::write(&path, sample_bytes(name)).expect("write transcript");
     path
 }
 
@@ -167,8 +179,8 @@ fn cold_task_is_stored_once_and_the_agent_is_told() {
 fn incremental_reads_only_the_new_bytes_and_a_fresh_task_is_not_cold() {
     let store = TestStore::new();
     let path = store.dir.path().join("session.jsonl");
-    let part1 = fs::read(sample("tasks-session.part1.jsonl")).expect("part 1");
-    let whole = fs::read(sample("tasks-session.jsonl")).expect("whole");
+    let part1 = sample_bytes("tasks-session.part1.jsonl");
+    let whole = sample_bytes("tasks-session.jsonl");
     assert!(whole.starts_with(&part1));
     fs::write(&path, &part1).expect("write");
     let input = post_tool_use_input(TASKS_SESSION, &path);

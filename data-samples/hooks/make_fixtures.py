@@ -7,11 +7,19 @@ parentUuid, sessionId, requestId; one API response split over two lines
 carrying toolUseResult.task; a TaskUpdate keyed `id` instead of `taskId`; a
 failed TaskUpdate (is_error); usage figures growing with the context; a
 summary line, a file-history-snapshot, a sidechain line and a non-JSON line.
-Run it from this folder: python3 make_fixtures.py
+Run it from this folder: python3 make_fixtures.py (writes gzipped .jsonl.gz files,
+as the other transcript samples, so that `knowledge-db add data-samples/` skips them).
 """
+import gzip
 import json
 
 CWD = "/home/dev/httpkit"
+
+
+def write_gz(path, lines):
+    """Gzipped (as the other transcript samples, so `add data-samples/` skips them), reproducibly."""
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as f:
+        f.write(("\n".join(lines) + "\n").encode())
 
 
 class Session:
@@ -89,9 +97,8 @@ class Session:
         self.tool("TaskUpdate", {key: task_id, "status": status}, "Updated task #%s status" % task_id,
                   tool_use_result={"success": True, "taskId": task_id})
 
-    def write(self, path):
-        with open(path, "w") as f:
-            f.write("\n".join(self.lines) + "\n")
+    def write(self, path, lines=None):
+        write_gz(path, lines if lines is not None else self.lines)
 
 
 def tasks_session():
@@ -121,10 +128,9 @@ def tasks_session():
     s.tool("Edit", {"file_path": CWD + "/src/cli/args.rs", "old_string": "verbose: bool", "new_string": "verbose: bool, timeout: Option<u64>"}, "The file has been updated.")
     s.tool("Bash", {"command": "cargo test cli::args"}, "test result: ok. 4 passed")
     s.say("The --timeout flag now parses seconds and reaches the client builder.")
-    s.write("tasks-session.jsonl")
+    s.write("tasks-session.jsonl.gz")
     # The prefix up to the completion of task 1: task 1 is done but not yet cold.
-    with open("tasks-session.part1.jsonl", "w") as f:
-        f.write("\n".join(s.lines[:first_part]) + "\n")
+    s.write("tasks-session.part1.jsonl.gz", s.lines[:first_part])
 
 
 def plain_session():
@@ -141,7 +147,7 @@ def plain_session():
     for i in range(14):
         s.tool("Read", {"file_path": CWD + "/migrations/0042_backfill.sql"}, "INSERT INTO invoices ...")
         s.say("Batching the invoice backfill inserts, chunk size experiment %d for the migration." % i)
-    s.write("plain-session.jsonl")
+    s.write("plain-session.jsonl.gz")
 
 
 if __name__ == "__main__":
