@@ -389,10 +389,7 @@ impl SessionState {
         if switch {
             self.close_segment();
             let mut segment = SegmentState {
-                first_prompt: cut(
-                    text.lines().find(|l| !l.trim().is_empty()).unwrap_or(""),
-                    160,
-                ),
+                first_prompt: cut(&topic_line(text), 160),
                 activity: Activity::starting(
                     message.turn_index,
                     self.assistant_turns + 1,
@@ -728,6 +725,26 @@ fn is_test_command(command: &str) -> bool {
     TESTS.iter().any(|t| command.contains(t))
 }
 
+/// The line of a prompt that names its topic: the first with words, past
+/// harness markup such as `<task-notification>` or `<command-name>` tags.
+pub fn topic_line(text: &str) -> String {
+    for line in text.lines() {
+        let mut line = line.trim();
+        // Drop leading tags: `<tag>`, `</tag>`, `<tag attr="x">`.
+        while line.starts_with('<') {
+            match line.find('>') {
+                Some(end) => line = line[end + 1..].trim_start(),
+                None => break,
+            }
+        }
+        let line = line.split('<').next().unwrap_or("").trim();
+        if line.chars().filter(|c| c.is_alphabetic()).count() >= 3 {
+            return line.to_string();
+        }
+    }
+    String::new()
+}
+
 /// The first sentence (or line) of an assistant text, cut to a snippet.
 fn first_sentence(text: &str) -> Option<String> {
     let line = text.lines().map(str::trim).find(|l| l.len() >= 12)?;
@@ -838,4 +855,40 @@ pub fn cut(text: &str, max: usize) -> String {
     let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
     out.push('…');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_line_skips_harness_markup() {
+        assert_eq!(
+            topic_line("<task-notification>\n<task-id>b1</task-id>\n<summary>Agent finished the review</summary>"),
+            "Agent finished the review"
+        );
+        assert_eq!(
+            topic_line("\n  Fix the login bug\nmore"),
+            "Fix the login bug"
+        );
+        assert_eq!(topic_line("<a>\n<b>x</b>"), "");
+    }
+
+    #[test]
+    fn decisions_and_outcomes_are_picked_from_text() {
+        let text = "I looked at it. The root cause was a stale cache. I'll use a TTL instead of manual flushes.";
+        assert_eq!(
+            decision_sentences(text),
+            [
+                "The root cause was a stale cache.",
+                "I'll use a TTL instead of manual flushes."
+            ]
+        );
+        assert_eq!(
+            first_sentence("## Done\nAll 12 tests pass now. Next up: docs").as_deref(),
+            Some("All 12 tests pass now.")
+        );
+        assert!(is_test_command("cd web && npm test -- --watch=false"));
+        assert!(!is_test_command("ls -la"));
+    }
 }
