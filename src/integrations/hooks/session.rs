@@ -760,19 +760,39 @@ fn first_sentence(text: &str) -> Option<String> {
 /// Sentences of an assistant text that state a decision.
 fn decision_sentences(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for sentence in text.split_inclusive(['.', '\n']) {
-        let lower = sentence.to_lowercase();
-        if DECISION_CUES.iter().any(|cue| lower.contains(cue)) {
-            let s = sentence.trim().trim_start_matches(['#', '*', '-', ' ']);
-            if s.len() >= 12 {
-                out.push(cut(s, SNIPPET_CHARS));
-            }
+    for sentence in sentences(text) {
+        let s = sentence.trim_start_matches(['#', '*', '-', '>', ' ']);
+        // Code (comments, fences) is not a decision stated to the user.
+        if s.len() < 12 || s.starts_with("//") || s.contains("```") {
+            continue;
         }
-        if out.len() >= 3 {
-            break;
+        let lower = s.to_lowercase();
+        if DECISION_CUES.iter().any(|cue| lower.contains(cue)) {
+            out.push(cut(s, SNIPPET_CHARS));
+            if out.len() >= 3 {
+                break;
+            }
         }
     }
     out
+}
+
+/// The sentences of a text: cut after `.`, `!` or `?` followed by a space (so
+/// `test.go` stays whole) and at line ends.
+fn sentences(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().flat_map(|line| {
+        let mut parts = Vec::new();
+        let mut start = 0;
+        let bytes = line.as_bytes();
+        for (i, &b) in bytes.iter().enumerate() {
+            if matches!(b, b'.' | b'!' | b'?') && bytes.get(i + 1) == Some(&b' ') {
+                parts.push(line[start..=i].trim());
+                start = i + 1;
+            }
+        }
+        parts.push(line[start..].trim());
+        parts.into_iter().filter(|p| !p.is_empty())
+    })
 }
 
 /// Share of the prompt's terms found among the segment's most frequent terms.
@@ -876,11 +896,11 @@ mod tests {
 
     #[test]
     fn decisions_and_outcomes_are_picked_from_text() {
-        let text = "I looked at it. The root cause was a stale cache. I'll use a TTL instead of manual flushes.";
+        let text = "I looked at it. The root cause was a stale cache in test.go. I'll use a TTL instead of manual flushes.\n// Instead of: flush()";
         assert_eq!(
             decision_sentences(text),
             [
-                "The root cause was a stale cache.",
+                "The root cause was a stale cache in test.go.",
                 "I'll use a TTL instead of manual flushes."
             ]
         );
