@@ -655,3 +655,74 @@ pub fn session_start(store_root: &Path, input: &HookInput) -> Result<Option<Stri
     write_json_atomically(&path, &saved)?;
     Ok(Some(saved.block))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn fixture() -> Vec<u8> {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/hooks/tasks-session.jsonl.gz");
+        let raw = std::fs::read(path).expect("fixture");
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .expect("gunzip");
+        out
+    }
+
+    /// The state after the hook ran once per cut, the file growing to each cut
+    /// (cuts may fall inside a line or inside a split API response).
+    fn final_state(bytes: &[u8], cuts: &[usize]) -> SessionState {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("t.jsonl");
+        let input = HookInput {
+            session_id: "s".into(),
+            transcript_path: Some(path.clone()),
+            ..HookInput::default()
+        };
+        let settings = HookSettings {
+            check_every_turns: u64::MAX,
+            ..HookSettings::default()
+        };
+        let mut points: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+        points.sort_unstable();
+        points.push(bytes.len());
+        for point in points {
+            std::fs::write(&path, &bytes[..point]).expect("write");
+            let report = post_tool_use(dir.path(), &input, &settings, false).expect("hook");
+            assert!(!report.checked);
+        }
+        let mut state: SessionState = read_json(&HookFiles::new(dir.path()).state("s"))
+            .expect("state")
+            .expect("saved");
+        // Token estimates are per read (a response read in two parts is estimated
+        // in two parts); everything else must not depend on how the file was read.
+        state.transcript = PathBuf::new();
+        state.estimated_tokens = 0;
+        for task in &mut state.tasks {
+            task.activity.tokens = 0;
+        }
+        for segment in state
+            .closed_segments
+            .iter_mut()
+            .chain(state.open_segment.as_mut())
+        {
+            segment.activity.tokens = 0;
+        }
+        state
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(16))]
+        #[test]
+        fn reading_in_pieces_equals_reading_whole(cuts in proptest::collection::vec(0usize..60_000, 1..8)) {
+            let bytes = fixture();
+            prop_assert_eq!(final_state(&bytes, &cuts), final_state(&bytes, &[]));
+        }
+    }
+}

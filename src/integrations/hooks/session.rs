@@ -173,6 +173,9 @@ pub struct SessionState {
     /// be split over lines, and over two hook calls).
     pub last_response_id: Option<String>,
     pub last_timestamp: Option<String>,
+    /// When the API response `last_response_id` started.
+    #[serde(default)]
+    pub response_timestamp: Option<String>,
     pub model: Option<String>,
     /// Prompt size the last response reported (input + cache + output), since the
     /// last compaction; `None` when the transcript has no usage figures.
@@ -221,8 +224,19 @@ impl SessionState {
     }
 
     fn observe_one(&mut self, message: &Message, recent_turns: usize) {
-        if message.timestamp.is_some() {
-            self.last_timestamp.clone_from(&message.timestamp);
+        // The rest of an API response whose first lines an earlier call read: it
+        // is the same message, with the time the response started (as a whole read
+        // of the file would give it).
+        let continues = message.role == Role::Assistant
+            && message.response_id.is_some()
+            && message.response_id == self.last_response_id;
+        let timestamp = if continues {
+            self.response_timestamp.clone()
+        } else {
+            message.timestamp.clone()
+        };
+        if timestamp.is_some() {
+            self.last_timestamp.clone_from(&timestamp);
         }
         if message.is_compact_boundary {
             // Context starts over: usage resets, and a topic cannot span the cut.
@@ -232,7 +246,12 @@ impl SessionState {
             return;
         }
         let text = message.text();
-        let tokens = estimate(&text) as u64 + crate::context::tokens::MESSAGE_OVERHEAD as u64;
+        let overhead = if continues {
+            0
+        } else {
+            crate::context::tokens::MESSAGE_OVERHEAD as u64
+        };
+        let tokens = estimate(&text) as u64 + overhead;
         self.estimated_tokens += tokens;
         if message.is_compact_summary {
             return;
@@ -246,7 +265,6 @@ impl SessionState {
         }
         let turn = message.turn_index;
         let assistant_turn = self.assistant_turns;
-        let timestamp = message.timestamp.clone();
         // Who receives this message's activity: the open segment, tasks in progress.
         let mut targets: Vec<&mut Activity> = self
             .tasks
@@ -258,7 +276,7 @@ impl SessionState {
             targets.push(&mut segment.activity);
         }
         for activity in targets.iter_mut() {
-            activity.messages += 1;
+            activity.messages += u64::from(!continues);
             activity.tokens += tokens;
             activity.end_turn = activity.end_turn.max(turn);
             activity.end_assistant_turn = activity.end_assistant_turn.max(assistant_turn);
@@ -357,6 +375,9 @@ impl SessionState {
                     key_terms: Vec::new(),
                 });
             }
+        }
+        if !continues {
+            self.response_timestamp.clone_from(&message.timestamp);
         }
         self.last_response_id.clone_from(&message.response_id);
         if message.model.is_some() {
