@@ -232,7 +232,16 @@ fn as_hook(
         .read_to_end(&mut raw)
         .map_err(anyhow::Error::from)
         .and_then(|_| Ok(HookInput::parse(&raw)?))
-        .and_then(|input| body(&input).map(|out| (input, out)));
+        .and_then(|input| {
+            // Even a bug must not fail the agent's tool call: a panic is logged too.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&input)))
+                .unwrap_or_else(|_| {
+                    Err(anyhow::anyhow!(
+                        "the hook panicked (a bug; please report it)"
+                    ))
+                })
+                .map(|out| (input, out))
+        });
     match result {
         Ok((_, Some(output))) => println!("{output}"),
         Ok((_, None)) => {}

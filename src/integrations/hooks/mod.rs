@@ -45,8 +45,9 @@ use crate::transcript::{read_slice, Format, ReadFrom};
 const MAX_LOG_BYTES: u64 = 1024 * 1024;
 /// Bytes before the read offset whose hash tells whether the file was rewritten.
 const TAIL_BYTES: u64 = 256;
-/// Longest a hook waits for the store's writer lock.
-const MAX_LOCK_WAIT: Duration = Duration::from_secs(10);
+/// Longest a hook waits for the store's writer lock: a busy store (a long
+/// `add`) must not hold up the agent; the items are stored at a later check.
+const MAX_LOCK_WAIT: Duration = Duration::from_secs(2);
 
 /// The thresholds of the hooks: `[hooks]` in `config.toml`, flags override.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
