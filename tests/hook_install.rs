@@ -220,3 +220,62 @@ fn invalid_json_is_named_and_nothing_is_written() {
     assert!(!project.join(".mcp.json").exists());
     assert!(!project.join(".claude/skills").exists());
 }
+
+/// Every hook command the install registers is one the binary runs, the way
+/// Claude Code runs it: stdin JSON in, exit 0, and quiet when there is nothing
+/// to say.
+#[test]
+fn installed_hook_commands_run() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let project = dir.path().join("project");
+    fs::create_dir_all(&project).expect("mkdir");
+    install(dir.path(), &["--dir", project.to_str().expect("utf-8")]).success();
+    let settings = read_json(&project.join(".claude/settings.json"));
+    let transcript = dir.path().join("session.jsonl");
+    fs::write(
+        &transcript,
+        "{\"type\":\"user\",\"sessionId\":\"s1\",\"uuid\":\"u1\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n",
+    )
+    .expect("transcript");
+    let store = dir.path().join("store");
+    let mut commands = 0;
+    for (event, groups) in settings["hooks"].as_object().expect("hooks") {
+        for group in groups.as_array().expect("groups") {
+            for hook in group["hooks"].as_array().expect("hooks") {
+                let command = hook["command"].as_str().expect("command");
+                let mut words = command.split_whitespace();
+                assert_eq!(words.next(), Some("knowledge-db"));
+                let input = json!({"session_id": "s1", "transcript_path": transcript,
+                    "cwd": dir.path(), "hook_event_name": event, "source": "compact",
+                    "trigger": "manual", "tool_name": "Write"});
+                let out = Command::cargo_bin("knowledge-db")
+                    .expect("binary")
+                    .arg("--store")
+                    .arg(&store)
+                    .args(words)
+                    .write_stdin(input.to_string())
+                    .output()
+                    .expect("run");
+                assert!(out.status.success(), "{command}");
+                assert!(
+                    out.stderr.is_empty(),
+                    "{command}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                // PreCompact ran before and saved a block; SessionStart gives it back.
+                if event == "SessionStart" {
+                    let output: Value = serde_json::from_slice(&out.stdout).expect("hook output");
+                    assert_eq!(
+                        output["hookSpecificOutput"]["hookEventName"],
+                        "SessionStart"
+                    );
+                } else {
+                    assert!(out.stdout.is_empty(), "{command}");
+                }
+                commands += 1;
+            }
+        }
+    }
+    assert_eq!(commands, 3);
+    assert!(!store.join("hooks/hooks.log").exists(), "no hook failed");
+}

@@ -146,15 +146,11 @@ fn drilldown_fixture(store: &TestStore) {
     store.cmd().arg("add").arg(file).assert().success();
 }
 
-/// A call refused for its arguments: JSON-RPC -32602, or a tool error result.
+/// A call refused for its arguments: JSON-RPC error -32602 naming the problem.
 fn assert_rejected(response: &Value, named: &str) {
-    let message = if response["error"].is_object() {
-        assert_eq!(response["error"]["code"], -32602, "{response}");
-        response["error"]["message"].to_string()
-    } else {
-        assert_eq!(response["result"]["isError"], true, "{response}");
-        text_of(&response["result"])
-    };
+    assert_eq!(response["error"]["code"], -32602, "{response}");
+    assert!(response["result"].is_null(), "{response}");
+    let message = response["error"]["message"].to_string();
     assert!(message.contains(named), "{named} not in {message}");
 }
 
@@ -331,9 +327,8 @@ fn mcp_errors_are_reported_not_fatal() {
     let mut server = Server::start(&store, &[]);
     server.initialize();
 
-    // Arguments that do not fit the schema. rmcp 3.11 answers them as tool
-    // errors (isError, as the 2025-11-25 spec asks for input validation); older
-    // versions used JSON-RPC -32602. Either way the message names the field.
+    // Arguments that do not fit the schema: JSON-RPC -32602 (invalid params),
+    // with a message naming the field or the bad value.
     let cases = [
         (json!({"maxResults": 3}), "query"),
         (json!({"query": "x", "maxResults": "ten"}), "ten"),
@@ -344,6 +339,17 @@ fn mcp_errors_are_reported_not_fatal() {
             "tools/call",
             json!({"name": "memory_search", "arguments": arguments}),
         );
+        assert_rejected(&response, named);
+    }
+    for (tool, arguments, named) in [
+        (
+            "memory_add",
+            json!({"records": "not a list"}),
+            "expected a sequence",
+        ),
+        ("memory_get", json!({"id": "x", "lines": -1}), "memory_get"),
+    ] {
+        let response = server.call("tools/call", json!({"name": tool, "arguments": arguments}));
         assert_rejected(&response, named);
     }
 

@@ -1,12 +1,17 @@
 //! `knowledge-db hook ...`: Claude Code integration. `install` writes the hook
-//! entries, the skill and the MCP registration (see `integrations::claude_code`).
+//! entries, the skill and the MCP registration (see `integrations::claude_code`);
+//! `post-tool-use`, `pre-compact` and `session-start` are the hooks themselves
+//! (see `integrations::hooks`). A hook never fails the agent: any error is
+//! logged to `<store>/hooks/hooks.log` and the hook exits 0.
 
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
 use crate::integrations::claude_code::{plan, Scope, Targets};
+use crate::integrations::hooks::{self, HookFiles, HookInput, HookSettings};
 
 #[derive(Debug, Subcommand)]
 pub enum HookCommand {
@@ -14,7 +19,138 @@ pub enum HookCommand {
     /// Code's configuration, merging with what is there.
     #[command(after_help = INSTALL_HELP)]
     Install(InstallArgs),
+
+    /// The PostToolUse hook: summarize cold tasks and topics into the store.
+    #[command(after_help = POST_TOOL_USE_HELP)]
+    PostToolUse(PostToolUseArgs),
+
+    /// The PreCompact hook: save what must survive the compaction.
+    #[command(after_help = PRE_COMPACT_HELP)]
+    PreCompact(PreCompactArgs),
+
+    /// The SessionStart hook (matcher `compact`): give the saved block back.
+    #[command(after_help = SESSION_START_HELP)]
+    SessionStart(SessionStartArgs),
 }
+
+const POST_TOOL_USE_HELP: &str = "\
+Reads Claude Code's PostToolUse JSON on stdin (session_id, transcript_path, cwd, ...).
+Each call reads only the transcript's new bytes. Every --check-every assistant turns,
+when the context is at least --usage-threshold full (the transcript's usage figures,
+else an estimate against --context-window), it stores a summary of each cold task
+(completed more than --cold-after turns ago, not mentioned in the last --recent-turns
+turns) or, in sessions without task tools, each cold topic segment, queues it in
+<store>/hooks/<session>.queue.json and tells the agent (hookSpecificOutput JSON).
+Otherwise it prints nothing. Errors go to <store>/hooks/hooks.log; the exit code is 0.
+Defaults come from [hooks] in the store's config.toml.
+
+Examples:
+  knowledge-db hook post-tool-use < hook-input.json
+  knowledge-db hook post-tool-use --force --json < hook-input.json   # check now, print a report";
+
+const PRE_COMPACT_HELP: &str = "\
+Reads Claude Code's PreCompact JSON on stdin, summarizes what is cold (no gates), and
+saves the preservation block (active tasks, modified files, test commands, decisions,
+recent errors, git diff --stat, stored summaries) to <store>/hooks/<session>.preserve.json.
+Prints nothing (PreCompact hooks cannot add context; `hook session-start` does).
+
+Example:
+  knowledge-db hook pre-compact < hook-input.json";
+
+const SESSION_START_HELP: &str = "\
+Reads Claude Code's SessionStart JSON on stdin. When `source` is `compact` and
+`hook pre-compact` saved a block for the session, prints it once as
+{\"hookSpecificOutput\":{\"hookEventName\":\"SessionStart\",\"additionalContext\":...}}.
+
+Example:
+  knowledge-db hook session-start < hook-input.json";
+
+/// Thresholds shared by the hooks; each overrides `[hooks]` of config.toml.
+#[derive(Debug, Args)]
+pub struct Thresholds {
+    /// Check for cold items every N assistant turns [config: check_every_turns, 10]
+    #[arg(long, value_name = "N")]
+    check_every: Option<u64>,
+
+    /// Check only when the context is at least this full, 0..1 [config: usage_threshold, 0.7]
+    #[arg(long, value_name = "F")]
+    usage_threshold: Option<f64>,
+
+    /// Context window in tokens [config: context_window, 200000]
+    #[arg(long, value_name = "TOKENS")]
+    context_window: Option<u64>,
+
+    /// Turns after completion before a task or topic can be cold [config: cold_after_turns, 20]
+    #[arg(long, value_name = "N")]
+    cold_after: Option<u64>,
+
+    /// Recent turns that must not mention it [config: recent_turns, 20]
+    #[arg(long, value_name = "N")]
+    recent_turns: Option<usize>,
+
+    /// Messages a topic segment needs [config: min_segment_messages, 5]
+    #[arg(long, value_name = "N")]
+    min_segment_messages: Option<u64>,
+
+    /// Namespace of the stored summaries [config: namespace, default]
+    #[arg(long, value_name = "NS")]
+    namespace: Option<String>,
+}
+
+impl Thresholds {
+    fn settings(&self, root: &Path) -> crate::Result<HookSettings> {
+        let mut s = HookSettings::from_store(root)?;
+        if let Some(v) = self.check_every {
+            s.check_every_turns = v;
+        }
+        if let Some(v) = self.usage_threshold {
+            s.usage_threshold = v;
+        }
+        if let Some(v) = self.context_window {
+            s.context_window = v;
+        }
+        if let Some(v) = self.cold_after {
+            s.cold_after_turns = v;
+        }
+        if let Some(v) = self.recent_turns {
+            s.recent_turns = v;
+        }
+        if let Some(v) = self.min_segment_messages {
+            s.min_segment_messages = v;
+        }
+        if let Some(v) = &self.namespace {
+            s.namespace.clone_from(v);
+        }
+        Ok(s)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct PostToolUseArgs {
+    #[command(flatten)]
+    thresholds: Thresholds,
+
+    /// Check now, whatever the turn count and the context usage
+    #[arg(long)]
+    force: bool,
+
+    /// Print a JSON report of what the hook did instead of the hook output
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PreCompactArgs {
+    #[command(flatten)]
+    thresholds: Thresholds,
+
+    /// Print a JSON report of what the hook did
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionStartArgs {}
 
 const INSTALL_HELP: &str = "\
 --project (the default) writes .claude/settings.json, .claude/skills/knowledge-db/SKILL.md
@@ -50,10 +186,77 @@ pub struct InstallArgs {
     json: bool,
 }
 
-pub fn run(command: HookCommand) -> anyhow::Result<ExitCode> {
+pub fn run(root: &Path, command: HookCommand) -> anyhow::Result<ExitCode> {
     match command {
         HookCommand::Install(args) => install(args),
+        HookCommand::PostToolUse(args) => Ok(as_hook(root, "post-tool-use", |input| {
+            let settings = args.thresholds.settings(root)?;
+            let report = hooks::post_tool_use(root, input, &settings, args.force)?;
+            Ok(if args.json {
+                Some(serde_json::to_value(&report).map_err(std::io::Error::other)?)
+            } else {
+                report
+                    .message
+                    .map(|text| hooks::additional_context("PostToolUse", &text))
+            })
+        })),
+        HookCommand::PreCompact(args) => Ok(as_hook(root, "pre-compact", |input| {
+            let settings = args.thresholds.settings(root)?;
+            let report = hooks::pre_compact(root, input, &settings)?;
+            Ok(if args.json {
+                Some(serde_json::to_value(&report).map_err(std::io::Error::other)?)
+            } else {
+                None
+            })
+        })),
+        HookCommand::SessionStart(SessionStartArgs {}) => {
+            Ok(as_hook(root, "session-start", |input| {
+                Ok(hooks::session_start(root, input)?
+                    .map(|block| hooks::additional_context("SessionStart", &block)))
+            }))
+        }
     }
+}
+
+/// Runs a hook the way Claude Code needs it: reads the input JSON from stdin,
+/// prints the JSON `body` returns (if any), and on any error logs it to
+/// `<store>/hooks/hooks.log`, says so on stderr, and still exits 0.
+fn as_hook(
+    root: &Path,
+    name: &str,
+    body: impl FnOnce(&HookInput) -> anyhow::Result<Option<serde_json::Value>>,
+) -> ExitCode {
+    let files = HookFiles::new(root);
+    let mut raw = Vec::new();
+    let result = std::io::stdin()
+        .read_to_end(&mut raw)
+        .map_err(anyhow::Error::from)
+        .and_then(|_| Ok(HookInput::parse(&raw)?))
+        .and_then(|input| {
+            // Even a bug must not fail the agent's tool call: a panic is logged too.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&input)))
+                .unwrap_or_else(|_| {
+                    Err(anyhow::anyhow!(
+                        "the hook panicked (a bug; please report it)"
+                    ))
+                })
+                .map(|out| (input, out))
+        });
+    match result {
+        Ok((_, Some(output))) => println!("{output}"),
+        Ok((_, None)) => {}
+        Err(e) => {
+            let session = serde_json::from_slice::<serde_json::Value>(&raw)
+                .ok()
+                .and_then(|v| v.get("session_id")?.as_str().map(str::to_string));
+            files.log_line(name, session.as_deref(), &format!("error: {e:#}"));
+            eprintln!(
+                "knowledge-db hook {name}: {e:#} (logged to {})",
+                files.log().display()
+            );
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {

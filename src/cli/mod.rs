@@ -185,7 +185,8 @@ enum Command {
     #[command(subcommand, after_help = qmd::AFTER_HELP)]
     Qmd(qmd::QmdCommand),
 
-    /// Claude Code integration: install the hooks, the skill and the MCP server.
+    /// Claude Code integration: install the hooks, the skill and the MCP server;
+    /// the hooks themselves (post-tool-use, pre-compact, session-start).
     #[command(subcommand)]
     Hook(hook::HookCommand),
 }
@@ -546,7 +547,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Evict(args) => context::evict(&root, args),
         Command::Mcp(args) => mcp::run(&root, args),
         Command::Qmd(command) => qmd::run(&root, command),
-        Command::Hook(command) => hook::run(command),
+        Command::Hook(command) => hook::run(&root, command),
     }
 }
 

@@ -12,8 +12,8 @@
 //! Each answer carries the payload twice, as MCP asks of structured tools: as
 //! `structuredContent` for programs and as text for the model. A failure the
 //! caller can act on (no such record, invalid records) is a result with
-//! `isError: true`; arguments that do not fit a tool's schema are rejected by
-//! rmcp with JSON-RPC error -32602. The store work runs on tokio's blocking pool,
+//! `isError: true`; arguments that do not fit a tool's schema are rejected
+//! before the call with JSON-RPC error -32602 (invalid params). The store work runs on tokio's blocking pool,
 //! so concurrent calls proceed in parallel. stdout carries the protocol; logs
 //! go to stderr.
 
@@ -232,6 +232,19 @@ impl MemoryServer {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for MemoryServer {
+    /// Checks the arguments against the tool's schema first: arguments that do
+    /// not fit are a JSON-RPC error -32602 (invalid params) naming the problem.
+    /// (rmcp's router would answer them as an `isError` result instead.)
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        check_arguments(&request.name, request.arguments.as_ref())?;
+        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        self.tool_router.call(call).await
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new(
@@ -243,6 +256,33 @@ impl ServerHandler for MemoryServer {
                  something, read a hit in full with memory_get, save notes with memory_add.",
             )
     }
+}
+
+/// Whether `arguments` fit the schema of tool `name` (unknown tools are left to
+/// the router, which names them).
+fn check_arguments(
+    name: &str,
+    arguments: Option<&rmcp::model::JsonObject>,
+) -> Result<(), ErrorData> {
+    fn fits<T: serde::de::DeserializeOwned>(value: Value) -> Result<(), String> {
+        serde_json::from_value::<T>(value)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+    let value = Value::Object(arguments.cloned().unwrap_or_default());
+    let checked = match name {
+        "memory_search" => fits::<SearchArgs>(value),
+        "memory_get" => fits::<GetArgs>(value),
+        "memory_add" => fits::<AddArgs>(value),
+        "memory_stats" => fits::<StatsArgs>(value),
+        _ => Ok(()),
+    };
+    checked.map_err(|why| {
+        ErrorData::invalid_params(
+            format!("invalid arguments for {name}: {why}"),
+            Some(json!({"tool": name})),
+        )
+    })
 }
 
 /// Serves MCP on stdin/stdout until the client closes the connection.

@@ -1,0 +1,771 @@
+//! The Claude Code hooks: moving cold work out of the context, and keeping what
+//! matters across a compaction.
+//!
+//! Claude Code runs `knowledge-db hook <event>` with the event's JSON on stdin
+//! (`interop.md`, section 2):
+//! - **`post-tool-use`** after Write/Edit/TaskCreate/TaskUpdate calls: it reads
+//!   the transcript's new bytes into the session's state ([`session`]); every
+//!   `check_every_turns` assistant turns, when the context is at least
+//!   `usage_threshold` full, it looks for cold tasks and cold topic segments
+//!   ([`cold`]), stores their rule-based summaries (deterministic ids, so the
+//!   same item is stored once), queues them ([`queue`]) and tells the agent.
+//! - **`pre-compact`**: the same update (without the gates), then the
+//!   preservation block ([`preserve`]) is built and saved for the session.
+//! - **`session-start`** with source `compact`: the saved block is given back to
+//!   the model as `additionalContext`, once (PreCompact hooks cannot add context).
+//!
+//! Everything a hook keeps lives in `<store>/hooks/`: `<session>.json` (state),
+//! `<session>.queue.json`, `<session>.preserve.json`, and `hooks.log`, where
+//! errors go: a hook never fails the agent's tool call, it logs and exits 0.
+
+pub mod cold;
+pub mod preserve;
+pub mod queue;
+pub mod session;
+pub mod terms;
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use self::cold::ColdItem;
+use self::queue::Queue;
+use self::session::{SessionState, STATE_VERSION};
+use crate::error::{Error, Origin, Result};
+use crate::record::{parse_record, ParseOptions};
+use crate::store::Store;
+use crate::transcript::{read_slice, Format, ReadFrom};
+
+/// The log file's size past which it is rotated (to `hooks.log.1`).
+const MAX_LOG_BYTES: u64 = 1024 * 1024;
+/// Bytes before the read offset whose hash tells whether the file was rewritten.
+const TAIL_BYTES: u64 = 256;
+/// Longest a hook waits for the store's writer lock: a busy store (a long
+/// `add`) must not hold up the agent; the items are stored at a later check.
+const MAX_LOCK_WAIT: Duration = Duration::from_secs(2);
+
+/// The thresholds of the hooks: `[hooks]` in `config.toml`, flags override.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HookSettings {
+    /// Look for cold items every this many assistant turns.
+    pub check_every_turns: u64,
+    /// … and only when the context is at least this full (0..1).
+    pub usage_threshold: f64,
+    /// The context window the usage is measured against, in tokens.
+    pub context_window: u64,
+    /// A completed task or closed topic is cold this many turns after it ended …
+    pub cold_after_turns: u64,
+    /// … if none of this many recent turns mentions it.
+    pub recent_turns: usize,
+    /// A topic segment needs this many messages to be summarized.
+    pub min_segment_messages: u64,
+    /// The namespace summaries are stored in.
+    pub namespace: String,
+}
+
+impl Default for HookSettings {
+    fn default() -> Self {
+        HookSettings {
+            check_every_turns: 10,
+            usage_threshold: 0.7,
+            context_window: 200_000,
+            cold_after_turns: 20,
+            recent_turns: 20,
+            min_segment_messages: 5,
+            namespace: crate::record::DEFAULT_NAMESPACE.to_string(),
+        }
+    }
+}
+
+impl HookSettings {
+    /// The `[hooks]` table of the store's `config.toml` (defaults when the file or
+    /// the table is missing).
+    pub fn from_store(root: &Path) -> Result<HookSettings> {
+        let path = root.join("config.toml");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(HookSettings::default())
+            }
+            Err(e) => return Err(Error::io(&path, e)),
+        };
+        let config_error = |message: String| Error::Config {
+            path: path.clone(),
+            message,
+        };
+        let value: toml::Table = toml::from_str(&text).map_err(|e| config_error(e.to_string()))?;
+        match value.get("hooks") {
+            None => Ok(HookSettings::default()),
+            Some(hooks) => hooks
+                .clone()
+                .try_into()
+                .map_err(|e| config_error(format!("[hooks]: {e}"))),
+        }
+    }
+}
+
+/// The fields of a hook's stdin the hooks use (others are ignored).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct HookInput {
+    pub session_id: String,
+    #[serde(default)]
+    pub transcript_path: Option<PathBuf>,
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    #[serde(default)]
+    pub hook_event_name: Option<String>,
+    #[serde(default)]
+    pub tool_name: Option<String>,
+    /// SessionStart: `startup|resume|clear|compact|fork`.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// PreCompact: `auto|manual`.
+    #[serde(default)]
+    pub trigger: Option<String>,
+}
+
+impl HookInput {
+    /// Reads the hook JSON Claude Code writes on stdin.
+    pub fn parse(bytes: &[u8]) -> Result<HookInput> {
+        let input: HookInput = serde_json::from_slice(bytes).map_err(|e| {
+            Error::Usage(format!(
+                "hook input on stdin: not the hook JSON at line {}, column {}: {e}",
+                e.line(),
+                e.column()
+            ))
+        })?;
+        if input.session_id.trim().is_empty() {
+            return Err(Error::Usage(
+                "hook input on stdin: `session_id` is empty".into(),
+            ));
+        }
+        Ok(input)
+    }
+
+    fn transcript(&self) -> Result<&Path> {
+        self.transcript_path
+            .as_deref()
+            .filter(|p| !p.as_os_str().is_empty())
+            .ok_or_else(|| Error::Usage("hook input on stdin: no `transcript_path`".into()))
+    }
+}
+
+/// The hooks' folder in a store, and the files in it.
+#[derive(Debug, Clone)]
+pub struct HookFiles {
+    pub dir: PathBuf,
+}
+
+impl HookFiles {
+    pub fn new(store_root: &Path) -> HookFiles {
+        HookFiles {
+            dir: store_root.join("hooks"),
+        }
+    }
+
+    /// A file name safe for any session id (others are hashed).
+    fn stem(session_id: &str) -> String {
+        let safe = !session_id.is_empty()
+            && session_id.len() <= 128
+            && session_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && !session_id.starts_with('.');
+        if safe {
+            session_id.to_string()
+        } else {
+            format!(
+                "session-{:016x}",
+                xxhash_rust::xxh3::xxh3_64(session_id.as_bytes())
+            )
+        }
+    }
+
+    pub fn state(&self, session_id: &str) -> PathBuf {
+        self.dir.join(format!("{}.json", Self::stem(session_id)))
+    }
+
+    pub fn queue(&self, session_id: &str) -> PathBuf {
+        self.dir
+            .join(format!("{}.queue.json", Self::stem(session_id)))
+    }
+
+    pub fn preserve(&self, session_id: &str) -> PathBuf {
+        self.dir
+            .join(format!("{}.preserve.json", Self::stem(session_id)))
+    }
+
+    pub fn log(&self) -> PathBuf {
+        self.dir.join("hooks.log")
+    }
+
+    /// Takes the session's lock without waiting: `None` when another hook of the
+    /// same session is running (it will catch up on this call's bytes).
+    fn try_lock(&self, session_id: &str) -> Result<Option<File>> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        let path = self.dir.join(format!("{}.lock", Self::stem(session_id)));
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| Error::io(&path, e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(file)),
+            Err(TryLockError::WouldBlock) => Ok(None),
+            Err(TryLockError::Error(e)) => Err(Error::io(&path, e)),
+        }
+    }
+
+    /// Appends one line to `hooks.log` (best effort: a hook has nowhere else to report).
+    pub fn log_line(&self, command: &str, session_id: Option<&str>, message: &str) {
+        let _ = std::fs::create_dir_all(&self.dir);
+        let path = self.log();
+        if std::fs::metadata(&path).is_ok_and(|m| m.len() > MAX_LOG_BYTES) {
+            let _ = std::fs::rename(&path, self.dir.join("hooks.log.1"));
+        }
+        let line = format!(
+            "{} {command} session={} {}\n",
+            crate::now_rfc3339(),
+            session_id.unwrap_or("-"),
+            message.replace('\n', " | ")
+        );
+        if let Ok(mut file) = OpenOptions::new().create(true).append(true).open(&path) {
+            let _ = file.write_all(line.as_bytes());
+        }
+    }
+}
+
+/// A JSON file, or `None` when it does not exist.
+pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| Error::Config {
+                path: path.to_path_buf(),
+                message: format!("not valid JSON at line {}: {e}", e.line()),
+            }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+/// Writes JSON atomically and durably (temporary file, fsync, rename).
+pub(crate) fn write_json_atomically<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let bytes = serde_json::to_vec(value).map_err(|e| Error::io(path, std::io::Error::other(e)))?;
+    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(dir, e))?;
+    temp.write_all(&bytes).map_err(|e| Error::io(path, e))?;
+    temp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
+    temp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    Ok(())
+}
+
+/// What reading the transcript's new bytes did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReadReport {
+    pub start_offset: u64,
+    pub bytes_read: u64,
+    pub messages: usize,
+    /// The saved state did not match the file (rewritten, another file): read from 0.
+    pub restarted: bool,
+}
+
+/// Loads the session's state and folds the transcript's new bytes into it.
+pub fn update_state(
+    files: &HookFiles,
+    input: &HookInput,
+    settings: &HookSettings,
+) -> Result<(SessionState, ReadReport)> {
+    let transcript = input.transcript()?;
+    let saved: Option<SessionState> = match read_json(&files.state(&input.session_id)) {
+        Ok(state) => state,
+        Err(e) => {
+            // A damaged state is rebuilt from the transcript, not fatal.
+            files.log_line(
+                "state",
+                Some(&input.session_id),
+                &format!("{e}; rebuilding"),
+            );
+            None
+        }
+    };
+    let mut report = ReadReport::default();
+    let mut state = match saved {
+        Some(s) if s.version == STATE_VERSION && s.transcript == transcript => s,
+        Some(_) => {
+            report.restarted = true;
+            SessionState::new(&input.session_id, transcript.to_path_buf())
+        }
+        None => SessionState::new(&input.session_id, transcript.to_path_buf()),
+    };
+    if let Some(cwd) = &input.cwd {
+        state.cwd = Some(cwd.display().to_string());
+    }
+    let mut file = File::open(transcript).map_err(|e| Error::io(transcript, e))?;
+    let len = file.metadata().map_err(|e| Error::io(transcript, e))?.len();
+    if state.offset > 0
+        && (len < state.offset
+            || tail_hash(&mut file, transcript, state.offset)? != state.tail_hash)
+    {
+        report.restarted = true;
+        state = SessionState::new(&input.session_id, transcript.to_path_buf());
+    }
+    let mut bytes = Vec::with_capacity((len - state.offset) as usize);
+    file.seek(SeekFrom::Start(state.offset))
+        .map_err(|e| Error::io(transcript, e))?;
+    file.read_to_end(&mut bytes)
+        .map_err(|e| Error::io(transcript, e))?;
+    // Only whole lines: a line still being written is read next time.
+    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    bytes.truncate(whole);
+    report.start_offset = state.offset;
+    report.bytes_read = whole as u64;
+    if whole > 0 {
+        let from = ReadFrom {
+            offset: 0,
+            prompts_before: state.prompts,
+            session_id: Some(input.session_id.clone()),
+        };
+        let read = read_slice(transcript, &bytes, Some(Format::ClaudeCode), from)?;
+        report.messages = read.messages.len();
+        state.observe(&read.messages, settings.recent_turns);
+        state.offset += whole as u64;
+        state.tail_hash = tail_hash(&mut file, transcript, state.offset)?;
+    }
+    Ok((state, report))
+}
+
+/// xxh3 of the up to [`TAIL_BYTES`] bytes before `offset`.
+fn tail_hash(file: &mut File, path: &Path, offset: u64) -> Result<u64> {
+    let start = offset.saturating_sub(TAIL_BYTES);
+    let mut buf = vec![0u8; (offset - start) as usize];
+    file.seek(SeekFrom::Start(start))
+        .map_err(|e| Error::io(path, e))?;
+    file.read_exact(&mut buf).map_err(|e| Error::io(path, e))?;
+    Ok(xxhash_rust::xxh3::xxh3_64(&buf))
+}
+
+/// How full the context is: tokens, their share of the window, and where the
+/// number comes from (`usage` figures of the transcript, else an `estimate`).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ContextUsage {
+    pub tokens: u64,
+    pub fraction: f64,
+    pub source: &'static str,
+}
+
+pub fn context_usage(state: &SessionState, settings: &HookSettings) -> ContextUsage {
+    let (tokens, source) = match state.usage_tokens {
+        Some(tokens) => (tokens, "usage"),
+        None => (state.estimated_tokens, "estimate"),
+    };
+    ContextUsage {
+        tokens,
+        fraction: tokens as f64 / settings.context_window.max(1) as f64,
+        source,
+    }
+}
+
+/// What `hook post-tool-use` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct PostToolUseReport {
+    pub session_id: String,
+    /// `false` when another hook of this session held its lock (nothing done).
+    pub ran: bool,
+    pub read: ReadReport,
+    pub assistant_turns: u64,
+    pub usage: Option<ContextUsage>,
+    /// Whether the cold check ran (due by turns and over the usage threshold).
+    pub checked: bool,
+    pub cold_tasks: usize,
+    pub cold_segments: usize,
+    /// Records written (added or updated) and unchanged.
+    pub stored: usize,
+    pub unchanged: usize,
+    /// Items queued for the first time.
+    pub queued: usize,
+    /// What to tell the agent, if anything.
+    pub message: Option<String>,
+    pub seconds: f64,
+}
+
+/// `hook post-tool-use`: update the session and, when due, summarize cold items.
+/// `force` skips the turn and usage gates.
+pub fn post_tool_use(
+    store_root: &Path,
+    input: &HookInput,
+    settings: &HookSettings,
+    force: bool,
+) -> Result<PostToolUseReport> {
+    let started = Instant::now();
+    let files = HookFiles::new(store_root);
+    let mut report = PostToolUseReport {
+        session_id: input.session_id.clone(),
+        ran: false,
+        read: ReadReport::default(),
+        assistant_turns: 0,
+        usage: None,
+        checked: false,
+        cold_tasks: 0,
+        cold_segments: 0,
+        stored: 0,
+        unchanged: 0,
+        queued: 0,
+        message: None,
+        seconds: 0.0,
+    };
+    let Some(_lock) = files.try_lock(&input.session_id)? else {
+        report.seconds = started.elapsed().as_secs_f64();
+        return Ok(report);
+    };
+    report.ran = true;
+    let (mut state, read) = update_state(&files, input, settings)?;
+    report.read = read;
+    report.assistant_turns = state.turn();
+    let usage = context_usage(&state, settings);
+    report.usage = Some(usage);
+    let due =
+        state.turn().saturating_sub(state.last_check_turn) >= settings.check_every_turns.max(1);
+    if force || (due && usage.fraction >= settings.usage_threshold) {
+        report.checked = true;
+        let outcome = summarize_cold(store_root, &files, &mut state, settings);
+        // The state is saved even when storing failed: the items stay unsummarized
+        // and are found again at the next check.
+        write_json_atomically(&files.state(&input.session_id), &state)?;
+        let (items, queued, add) = outcome?;
+        report.cold_tasks = items.iter().filter(|i| i.kind == "task").count();
+        report.cold_segments = items.iter().filter(|i| i.kind == "segment").count();
+        report.stored = add.0;
+        report.unchanged = add.1;
+        report.queued = queued.len();
+        if !queued.is_empty() {
+            report.message = Some(cold_message(&queued, usage, settings));
+        }
+    } else {
+        write_json_atomically(&files.state(&input.session_id), &state)?;
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// Finds the cold items, stores their records, queues them; marks them in the
+/// state. Returns the items, those queued for the first time, and the store's
+/// (written, unchanged) counts.
+#[allow(clippy::type_complexity)]
+fn summarize_cold(
+    store_root: &Path,
+    files: &HookFiles,
+    state: &mut SessionState,
+    settings: &HookSettings,
+) -> Result<(Vec<ColdItem>, Vec<ColdItem>, (usize, usize))> {
+    let items = cold::find(state, settings, &settings.namespace);
+    let mut counts = (0, 0);
+    if !items.is_empty() {
+        counts = store_items(store_root, &items)?;
+    }
+    let queue_path = files.queue(&state.session_id);
+    let mut queue = Queue::load(&queue_path, &state.session_id)?;
+    let queued: Vec<ColdItem> = items
+        .iter()
+        .filter(|i| !queue.contains(&i.id))
+        .cloned()
+        .collect();
+    queue.push(&queued, state.turn());
+    queue.last_check_turn = state.turn();
+    queue.save(&queue_path)?;
+    cold::mark_summarized(state, &items);
+    state.last_check_turn = state.turn();
+    Ok((items, queued, counts))
+}
+
+/// Opens the store (creating it on first use) and writes the records in one
+/// commit, without embeddings (`knowledge-db embed` adds them later).
+fn store_items(store_root: &Path, items: &[ColdItem]) -> Result<(usize, usize)> {
+    let store = open_or_init(store_root)?;
+    let options = ParseOptions {
+        added_at: crate::now_rfc3339(),
+        ..ParseOptions::default()
+    };
+    let mut records = Vec::with_capacity(items.len());
+    for item in items {
+        let origin = Origin::file(format!("hook summary {}", item.id));
+        let record = parse_record(item.record.clone(), &origin, &options)
+            .map_err(|e| Error::Input(crate::error::InputErrors(vec![e])))?;
+        records.push(record);
+    }
+    let timeout = store.lock_timeout(None).min(MAX_LOCK_WAIT);
+    let report = store.add(records, None, timeout)?;
+    Ok((report.added + report.updated, report.unchanged))
+}
+
+fn open_or_init(root: &Path) -> Result<Store> {
+    match Store::open(root) {
+        Err(Error::NoStore { .. }) => match Store::init(root) {
+            Err(Error::StoreExists { .. }) => Store::open(root),
+            other => other,
+        },
+        other => other,
+    }
+}
+
+/// What the agent is told about newly summarized cold items.
+fn cold_message(items: &[ColdItem], usage: ContextUsage, settings: &HookSettings) -> String {
+    let mut text = format!(
+        "knowledge-db: context is at {:.0}% of {} tokens. {} finished item(s) no longer discussed were summarized into long-term memory:",
+        usage.fraction * 100.0,
+        settings.context_window,
+        items.len()
+    );
+    for item in items.iter().take(20) {
+        text.push_str(&format!(
+            "\n- {} \"{}\" (turns {}-{}), id `{}`",
+            item.kind,
+            session::cut(&item.title, 100),
+            item.start_turn,
+            item.end_turn,
+            item.id
+        ));
+    }
+    text.push_str("\nTheir details need not stay in your working context; recall one with `knowledge-db get <id>` or the memory_get tool, or search with `knowledge-db search`.");
+    session::cut(&text, 9_000)
+}
+
+/// The hook output JSON that adds `text` to the model's context.
+pub fn additional_context(event: &str, text: &str) -> Value {
+    json!({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
+}
+
+/// The preservation block saved by `pre-compact`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SavedBlock {
+    pub session_id: String,
+    pub created_at: String,
+    pub trigger: Option<String>,
+    pub block: String,
+    /// Given back to the model already (it is given once).
+    pub injected: bool,
+}
+
+/// What `hook pre-compact` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct PreCompactReport {
+    pub session_id: String,
+    pub ran: bool,
+    pub cold_items: usize,
+    pub block_chars: usize,
+    pub saved: Option<PathBuf>,
+    pub seconds: f64,
+}
+
+/// `hook pre-compact`: update the session, summarize what is cold (no gates),
+/// build the preservation block and save it; pending queue items become compressed.
+pub fn pre_compact(
+    store_root: &Path,
+    input: &HookInput,
+    settings: &HookSettings,
+) -> Result<PreCompactReport> {
+    let started = Instant::now();
+    let files = HookFiles::new(store_root);
+    let mut report = PreCompactReport {
+        session_id: input.session_id.clone(),
+        ran: false,
+        cold_items: 0,
+        block_chars: 0,
+        saved: None,
+        seconds: 0.0,
+    };
+    // A post-tool-use hook may be finishing: wait a little for it.
+    let mut lock = files.try_lock(&input.session_id)?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while lock.is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        lock = files.try_lock(&input.session_id)?;
+    }
+    if lock.is_none() {
+        return Err(Error::Usage(
+            "another hook of this session kept its lock for 5 s".into(),
+        ));
+    }
+    report.ran = true;
+    let (mut state, _) = update_state(&files, input, settings)?;
+    let outcome = summarize_cold(store_root, &files, &mut state, settings);
+    write_json_atomically(&files.state(&input.session_id), &state)?;
+    if let Err(e) = &outcome {
+        // The block is still worth saving without the new summaries.
+        files.log_line(
+            "pre-compact",
+            Some(&input.session_id),
+            &format!("storing summaries: {e}"),
+        );
+    }
+    report.cold_items = outcome.as_ref().map_or(0, |o| o.0.len());
+    let queue_path = files.queue(&input.session_id);
+    let mut queue = Queue::load(&queue_path, &input.session_id)?;
+    let cwd = input
+        .cwd
+        .clone()
+        .or_else(|| state.cwd.as_ref().map(PathBuf::from));
+    let block = preserve::build(
+        &state,
+        &queue,
+        store_root,
+        cwd.as_deref(),
+        input.trigger.as_deref(),
+    );
+    let saved = SavedBlock {
+        session_id: input.session_id.clone(),
+        created_at: crate::now_rfc3339(),
+        trigger: input.trigger.clone(),
+        block,
+        injected: false,
+    };
+    let path = files.preserve(&input.session_id);
+    write_json_atomically(&path, &saved)?;
+    queue.mark_compressed();
+    queue.save(&queue_path)?;
+    report.block_chars = saved.block.chars().count();
+    report.saved = Some(path);
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// `hook session-start`: after a compaction (`source: compact`), the saved block,
+/// once. Returns the text to add to the context, if any.
+pub fn session_start(store_root: &Path, input: &HookInput) -> Result<Option<String>> {
+    if input.source.as_deref() != Some("compact") {
+        return Ok(None);
+    }
+    let files = HookFiles::new(store_root);
+    let path = files.preserve(&input.session_id);
+    let Some(mut saved) = read_json::<SavedBlock>(&path)? else {
+        return Ok(None);
+    };
+    if saved.injected || saved.block.trim().is_empty() {
+        return Ok(None);
+    }
+    // Marked before it is printed: a block is never given twice.
+    saved.injected = true;
+    write_json_atomically(&path, &saved)?;
+    Ok(Some(saved.block))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn fixture() -> Vec<u8> {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/hooks/tasks-session.jsonl.gz");
+        let raw = std::fs::read(path).expect("fixture");
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .expect("gunzip");
+        out
+    }
+
+    /// The state after the hook ran once per cut, the file growing to each cut
+    /// (cuts may fall inside a line or inside a split API response).
+    fn final_state(bytes: &[u8], cuts: &[usize]) -> SessionState {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("t.jsonl");
+        let input = HookInput {
+            session_id: "s".into(),
+            transcript_path: Some(path.clone()),
+            ..HookInput::default()
+        };
+        let settings = HookSettings {
+            check_every_turns: u64::MAX,
+            ..HookSettings::default()
+        };
+        let mut points: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+        points.sort_unstable();
+        points.push(bytes.len());
+        for point in points {
+            std::fs::write(&path, &bytes[..point]).expect("write");
+            let report = post_tool_use(dir.path(), &input, &settings, false).expect("hook");
+            assert!(!report.checked);
+        }
+        let mut state: SessionState = read_json(&HookFiles::new(dir.path()).state("s"))
+            .expect("state")
+            .expect("saved");
+        // Token estimates are per read (a response read in two parts is estimated
+        // in two parts); everything else must not depend on how the file was read.
+        state.transcript = PathBuf::new();
+        state.estimated_tokens = 0;
+        for task in &mut state.tasks {
+            task.activity.tokens = 0;
+        }
+        for segment in state
+            .closed_segments
+            .iter_mut()
+            .chain(state.open_segment.as_mut())
+        {
+            segment.activity.tokens = 0;
+        }
+        state
+    }
+
+    #[test]
+    fn usage_falls_back_to_an_estimate_and_restarts_at_a_compaction() {
+        let words = "parse the config loader again ".repeat(80);
+        let lines = [
+            json!({"type":"user","sessionId":"s","uuid":"u1","message":{"role":"user","content":words}}),
+            json!({"type":"assistant","sessionId":"s","uuid":"a1","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"Done."}]}}),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let read = read_slice(
+            Path::new("s.jsonl"),
+            text.as_bytes(),
+            Some(Format::ClaudeCode),
+            ReadFrom::default(),
+        )
+        .expect("read");
+        let mut state = SessionState::new("s", "s.jsonl".into());
+        state.observe(&read.messages, 20);
+        let settings = HookSettings {
+            context_window: 1_000,
+            ..HookSettings::default()
+        };
+        let usage = context_usage(&state, &settings);
+        assert_eq!(usage.source, "estimate");
+        assert!(usage.fraction > 0.6, "{usage:?}");
+
+        let after = [
+            json!({"type":"system","subtype":"compact_boundary","sessionId":"s","uuid":"cb","content":"Conversation compacted","compactMetadata":{"trigger":"auto","preTokens":900}}),
+            json!({"type":"assistant","sessionId":"s","uuid":"a2","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"Resuming."}],"usage":{"input_tokens":10,"cache_read_input_tokens":90,"output_tokens":20}}}),
+        ];
+        let text: String = after.iter().map(|l| format!("{l}\n")).collect();
+        let read = read_slice(
+            Path::new("s.jsonl"),
+            text.as_bytes(),
+            Some(Format::ClaudeCode),
+            ReadFrom::default(),
+        )
+        .expect("read");
+        state.observe(&read.messages, 20);
+        let usage = context_usage(&state, &settings);
+        assert_eq!((usage.source, usage.tokens), ("usage", 120));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(16))]
+        #[test]
+        fn reading_in_pieces_equals_reading_whole(cuts in proptest::collection::vec(0usize..60_000, 1..8)) {
+            let bytes = fixture();
+            prop_assert_eq!(final_state(&bytes, &cuts), final_state(&bytes, &[]));
+        }
+    }
+}

@@ -1,0 +1,935 @@
+//! What the hooks remember about one Claude Code session between calls.
+//!
+//! A hook runs as a new process after every matching tool call, so it cannot
+//! keep the transcript in memory, and re-reading a 5 MB transcript each time
+//! would be too slow. Instead [`SessionState`] is folded forward: each call reads
+//! only the bytes appended since the last one and feeds their messages to
+//! [`SessionState::observe`], which updates small running summaries — the
+//! assistant turn count, the tasks (TaskCreate/TaskUpdate, TodoWrite) with the
+//! files, commands, errors and outcomes seen while each was in progress, the
+//! topic segments of the conversation, the terms of the last turns (for
+//! "is it still mentioned?"), and the context usage. Every list is capped, so
+//! the state stays small however long the session runs.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::terms::{terms, MAX_TERMS_PER_TURN};
+use crate::context::tokens::estimate;
+use crate::transcript::{Block, Message, Role};
+
+/// The state file's layout version; another version is discarded and rebuilt.
+pub const STATE_VERSION: u32 = 1;
+
+/// Tools whose `file_path` is a file the agent changed.
+const EDIT_TOOLS: &[&str] = &["Write", "Edit", "MultiEdit", "NotebookEdit"];
+/// A segment this long (assistant turns) closes at the next prompt, topic or not.
+const MAX_SEGMENT_TURNS: u64 = 50;
+/// A prompt sharing less than this share of its terms with the segment starts a new one.
+const TOPIC_OVERLAP: f64 = 0.15;
+/// Terms of the open segment compared with a new prompt.
+const SEGMENT_PROFILE_TERMS: usize = 40;
+/// Terms counted per segment (the most frequent are kept).
+const MAX_SEGMENT_TERMS: usize = 300;
+/// Words that mark a sentence as a decision.
+const DECISION_CUES: &[&str] = &[
+    "decided",
+    "decision",
+    "instead of",
+    "i'll use",
+    "we'll use",
+    "i will use",
+    "going with",
+    "chose",
+    "the fix is",
+    "root cause",
+    "the problem was",
+    "the issue was",
+    "rather than",
+];
+
+/// Caps of the running lists.
+const MAX_FILES: usize = 30;
+const MAX_COMMANDS: usize = 15;
+const MAX_ERRORS: usize = 10;
+const MAX_OUTCOMES: usize = 4;
+const MAX_DECISIONS: usize = 8;
+const SNIPPET_CHARS: usize = 240;
+
+/// What happened over a stretch of turns: the material of a rule-based summary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Activity {
+    /// First and last conversation turn (`turn_index`, counted in user prompts,
+    /// as `ingest` numbers messages, so `memory_get` can drill down).
+    pub start_turn: u64,
+    pub end_turn: u64,
+    /// First and last assistant turn (responses), the hooks' clock.
+    pub start_assistant_turn: u64,
+    pub end_assistant_turn: u64,
+    pub first_timestamp: Option<String>,
+    pub last_timestamp: Option<String>,
+    pub messages: u64,
+    /// Estimated tokens of the messages.
+    pub tokens: u64,
+    pub files_modified: Vec<String>,
+    pub commands: Vec<String>,
+    pub errors: Vec<String>,
+    /// The latest assistant statements (first sentence of each text).
+    pub outcomes: Vec<String>,
+    pub decisions: Vec<String>,
+}
+
+impl Activity {
+    fn starting(turn: u64, assistant_turn: u64, timestamp: Option<&String>) -> Activity {
+        Activity {
+            start_turn: turn,
+            end_turn: turn,
+            start_assistant_turn: assistant_turn,
+            end_assistant_turn: assistant_turn,
+            first_timestamp: timestamp.cloned(),
+            last_timestamp: timestamp.cloned(),
+            ..Activity::default()
+        }
+    }
+}
+
+/// A task of the session: from TaskCreate (id from its result) or TodoWrite.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskState {
+    pub id: String,
+    pub subject: String,
+    #[serde(default)]
+    pub description: String,
+    /// `pending`, `in_progress` or `completed`.
+    pub status: String,
+    /// `TaskCreate` or `TodoWrite`.
+    pub source: String,
+    pub created_assistant_turn: u64,
+    pub completed_assistant_turn: Option<u64>,
+    pub completed_at: Option<String>,
+    pub activity: Activity,
+    /// Its summary was written to the store.
+    #[serde(default)]
+    pub summarized: bool,
+}
+
+/// A stretch of conversation on one topic (for sessions without task tools).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SegmentState {
+    /// The prompt that opened it (first line, cut).
+    pub first_prompt: String,
+    pub activity: Activity,
+    /// Term counts (prompts and file names weigh more than other text).
+    pub term_counts: BTreeMap<String, u32>,
+    /// The terms that name its topic, fixed when it closes.
+    #[serde(default)]
+    pub key_terms: Vec<String>,
+}
+
+/// The terms of one recent assistant turn (with the prompt and tool inputs around it).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TurnTerms {
+    pub assistant_turn: u64,
+    pub terms: Vec<String>,
+}
+
+/// A TaskCreate call waiting for its result (which carries the task id).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingCreate {
+    pub subject: String,
+    pub description: String,
+    pub assistant_turn: u64,
+    pub turn: u64,
+    pub timestamp: Option<String>,
+}
+
+/// A TaskUpdate call waiting for its result (applied only if it succeeded).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingUpdate {
+    pub task_id: String,
+    pub status: Option<String>,
+    pub subject: Option<String>,
+    pub assistant_turn: u64,
+    pub timestamp: Option<String>,
+}
+
+/// Everything the hooks keep about one session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionState {
+    pub version: u32,
+    pub session_id: String,
+    pub transcript: PathBuf,
+    /// Bytes of the transcript read so far (always at a line end).
+    pub offset: u64,
+    /// xxh3 of the bytes just before `offset`: a mismatch means the file was rewritten.
+    pub tail_hash: u64,
+    /// User prompts so far (turns, as `ingest` counts them).
+    pub prompts: u64,
+    pub assistant_turns: u64,
+    /// The API response the last assistant line belonged to (one response may
+    /// be split over lines, and over two hook calls).
+    pub last_response_id: Option<String>,
+    pub last_timestamp: Option<String>,
+    /// When the API response `last_response_id` started.
+    #[serde(default)]
+    pub response_timestamp: Option<String>,
+    pub model: Option<String>,
+    /// Prompt size the last response reported (input + cache + output), since the
+    /// last compaction; `None` when the transcript has no usage figures.
+    pub usage_tokens: Option<u64>,
+    /// Estimated tokens of the messages since the last compaction.
+    pub estimated_tokens: u64,
+    /// The session called TaskCreate, TaskUpdate or TodoWrite.
+    pub uses_task_tools: bool,
+    pub tasks: Vec<TaskState>,
+    pub pending_creates: BTreeMap<String, PendingCreate>,
+    pub pending_updates: BTreeMap<String, PendingUpdate>,
+    /// Terms of the last turns, oldest first.
+    pub recent: VecDeque<TurnTerms>,
+    pub open_segment: Option<SegmentState>,
+    /// Closed segments not yet summarized.
+    pub closed_segments: Vec<SegmentState>,
+    /// Session-wide, for the preservation block: latest last.
+    pub modified_files: Vec<String>,
+    pub test_commands: Vec<String>,
+    pub decisions: Vec<String>,
+    pub errors: Vec<String>,
+    /// The assistant turn of the last cold check.
+    pub last_check_turn: u64,
+    pub cwd: Option<String>,
+}
+
+impl SessionState {
+    pub fn new(session_id: &str, transcript: PathBuf) -> SessionState {
+        SessionState {
+            version: STATE_VERSION,
+            session_id: session_id.to_string(),
+            transcript,
+            ..SessionState::default()
+        }
+    }
+
+    /// Folds the messages read from new bytes into the state. `recent_turns` is
+    /// how many turns' terms to keep.
+    pub fn observe(&mut self, messages: &[Message], recent_turns: usize) {
+        for message in messages {
+            if message.is_sidechain {
+                continue;
+            }
+            self.observe_one(message, recent_turns.max(1));
+        }
+    }
+
+    fn observe_one(&mut self, message: &Message, recent_turns: usize) {
+        // The rest of an API response whose first lines an earlier call read: it
+        // is the same message, with the time the response started (as a whole read
+        // of the file would give it).
+        let continues = message.role == Role::Assistant
+            && message.response_id.is_some()
+            && message.response_id == self.last_response_id;
+        let timestamp = if continues {
+            self.response_timestamp.clone()
+        } else {
+            message.timestamp.clone()
+        };
+        if timestamp.is_some() {
+            self.last_timestamp.clone_from(&timestamp);
+        }
+        if message.is_compact_boundary {
+            // Context starts over: usage resets, and a topic cannot span the cut.
+            self.usage_tokens = None;
+            self.estimated_tokens = 0;
+            self.close_segment();
+            return;
+        }
+        let text = message.text();
+        let overhead = if continues {
+            0
+        } else {
+            crate::context::tokens::MESSAGE_OVERHEAD as u64
+        };
+        let tokens = estimate(&text) as u64 + overhead;
+        self.estimated_tokens += tokens;
+        if message.is_compact_summary {
+            return;
+        }
+        if message.is_prompt() {
+            self.prompts += 1;
+            self.on_prompt(message, &text);
+        }
+        if message.role == Role::Assistant {
+            self.on_assistant(message, recent_turns);
+        }
+        let turn = message.turn_index;
+        let assistant_turn = self.assistant_turns;
+        // Who receives this message's activity: the open segment, tasks in progress.
+        let mut targets: Vec<&mut Activity> = self
+            .tasks
+            .iter_mut()
+            .filter(|t| t.status == "in_progress")
+            .map(|t| &mut t.activity)
+            .collect();
+        if let Some(segment) = self.open_segment.as_mut() {
+            targets.push(&mut segment.activity);
+        }
+        for activity in targets.iter_mut() {
+            activity.messages += u64::from(!continues);
+            activity.tokens += tokens;
+            activity.end_turn = activity.end_turn.max(turn);
+            activity.end_assistant_turn = activity.end_assistant_turn.max(assistant_turn);
+            if timestamp.is_some() {
+                activity.last_timestamp.clone_from(&timestamp);
+            }
+        }
+        let mut turn_terms: Vec<String> = Vec::new();
+        for block in &message.content {
+            match block {
+                Block::Text { text } if message.role == Role::Assistant => {
+                    turn_terms.extend(terms(text, MAX_TERMS_PER_TURN));
+                    let outcome = first_sentence(text);
+                    let decisions = decision_sentences(text);
+                    for activity in targets.iter_mut() {
+                        if let Some(o) = &outcome {
+                            push_latest(&mut activity.outcomes, o, MAX_OUTCOMES);
+                        }
+                        for d in &decisions {
+                            push_capped(&mut activity.decisions, d, MAX_DECISIONS);
+                        }
+                    }
+                    for d in &decisions {
+                        push_latest(&mut self.decisions, d, MAX_DECISIONS);
+                    }
+                }
+                Block::Text { text } => turn_terms.extend(terms(text, MAX_TERMS_PER_TURN)),
+                Block::ToolUse { name, input, .. } => {
+                    turn_terms.extend(terms(&tool_input_words(input), MAX_TERMS_PER_TURN));
+                    if EDIT_TOOLS.contains(&name.as_str()) {
+                        if let Some(path) = file_path(input) {
+                            for activity in targets.iter_mut() {
+                                push_latest(&mut activity.files_modified, &path, MAX_FILES);
+                            }
+                            push_latest(&mut self.modified_files, &path, MAX_FILES);
+                        }
+                    }
+                    if let Some(command) = input.get("command").and_then(Value::as_str) {
+                        let command = cut(command.trim(), SNIPPET_CHARS);
+                        for activity in targets.iter_mut() {
+                            push_capped(&mut activity.commands, &command, MAX_COMMANDS);
+                        }
+                        if is_test_command(&command) {
+                            push_latest(&mut self.test_commands, &command, 10);
+                        }
+                    }
+                }
+                Block::ToolResult {
+                    content,
+                    is_error: true,
+                    ..
+                } => {
+                    if let Some(line) = content.lines().find(|l| !l.trim().is_empty()) {
+                        let line = cut(line.trim(), SNIPPET_CHARS);
+                        for activity in targets.iter_mut() {
+                            push_capped(&mut activity.errors, &line, MAX_ERRORS);
+                        }
+                        push_latest(&mut self.errors, &line, MAX_ERRORS);
+                    }
+                }
+                _ => {}
+            }
+        }
+        drop(targets);
+        if let Some(segment) = self.open_segment.as_mut() {
+            for term in &turn_terms {
+                *segment.term_counts.entry(term.clone()).or_default() += 1;
+            }
+            trim_counts(&mut segment.term_counts);
+        }
+        self.add_recent_terms(turn_terms);
+        self.track_tasks(message, turn, timestamp.as_ref());
+    }
+
+    fn on_assistant(&mut self, message: &Message, recent_turns: usize) {
+        let continues =
+            message.response_id.is_some() && message.response_id == self.last_response_id;
+        if !continues {
+            self.assistant_turns += 1;
+            self.recent.push_back(TurnTerms {
+                assistant_turn: self.assistant_turns,
+                terms: Vec::new(),
+            });
+            while self.recent.len() > recent_turns {
+                self.recent.pop_front();
+            }
+            if self.open_segment.is_none() {
+                self.open_segment = Some(SegmentState {
+                    first_prompt: String::new(),
+                    activity: Activity::starting(
+                        message.turn_index,
+                        self.assistant_turns,
+                        message.timestamp.as_ref(),
+                    ),
+                    term_counts: BTreeMap::new(),
+                    key_terms: Vec::new(),
+                });
+            }
+        }
+        if !continues {
+            self.response_timestamp.clone_from(&message.timestamp);
+        }
+        self.last_response_id.clone_from(&message.response_id);
+        if message.model.is_some() {
+            self.model.clone_from(&message.model);
+        }
+        if let Some(usage) = message.usage {
+            let tokens = usage.context_tokens() + usage.output_tokens;
+            if tokens > 0 {
+                self.usage_tokens = Some(tokens);
+            }
+        }
+    }
+
+    /// A typed prompt may open a new topic: close the segment when the prompt
+    /// shares little with it (or it has grown long), once it has enough messages.
+    fn on_prompt(&mut self, message: &Message, text: &str) {
+        let prompt_terms = terms(text, MAX_TERMS_PER_TURN);
+        let min_messages = 5;
+        let switch = match &self.open_segment {
+            None => true,
+            Some(segment) if segment.activity.messages < min_messages => false,
+            Some(segment) => {
+                let long = self
+                    .assistant_turns
+                    .saturating_sub(segment.activity.start_assistant_turn)
+                    >= MAX_SEGMENT_TURNS;
+                long || (prompt_terms.len() >= 3 && overlap(segment, &prompt_terms) < TOPIC_OVERLAP)
+            }
+        };
+        if switch {
+            self.close_segment();
+            let mut segment = SegmentState {
+                first_prompt: cut(&topic_line(text), 160),
+                activity: Activity::starting(
+                    message.turn_index,
+                    self.assistant_turns + 1,
+                    message.timestamp.as_ref(),
+                ),
+                term_counts: BTreeMap::new(),
+                key_terms: Vec::new(),
+            };
+            // The prompt names the topic: its terms count three times.
+            for term in &prompt_terms {
+                *segment.term_counts.entry(term.clone()).or_default() += 2;
+            }
+            self.open_segment = Some(segment);
+        }
+    }
+
+    /// Closes the open segment; it is kept for summarizing if it is big enough.
+    pub fn close_segment(&mut self) {
+        let Some(mut segment) = self.open_segment.take() else {
+            return;
+        };
+        if segment.activity.messages < 2 {
+            return;
+        }
+        segment.key_terms = key_terms(&segment, &self.closed_segments);
+        self.closed_segments.push(segment);
+        // Bound the state: very old small segments that never went cold are dropped.
+        if self.closed_segments.len() > 200 {
+            self.closed_segments.remove(0);
+        }
+    }
+
+    fn add_recent_terms(&mut self, new_terms: Vec<String>) {
+        if new_terms.is_empty() {
+            return;
+        }
+        if self.recent.is_empty() {
+            self.recent.push_back(TurnTerms {
+                assistant_turn: self.assistant_turns,
+                terms: Vec::new(),
+            });
+        }
+        if let Some(turn) = self.recent.back_mut() {
+            for term in new_terms {
+                if turn.terms.len() >= MAX_TERMS_PER_TURN {
+                    break;
+                }
+                if !turn.terms.contains(&term) {
+                    turn.terms.push(term);
+                }
+            }
+        }
+    }
+
+    /// TaskCreate/TaskUpdate calls wait for their results; TodoWrite applies at once.
+    fn track_tasks(&mut self, message: &Message, turn: u64, timestamp: Option<&String>) {
+        for block in &message.content {
+            match block {
+                Block::ToolUse { id, name, input } => match name.as_str() {
+                    "TaskCreate" => {
+                        self.uses_task_tools = true;
+                        self.pending_creates.insert(
+                            id.clone(),
+                            PendingCreate {
+                                subject: str_field(input, "subject"),
+                                description: str_field(input, "description"),
+                                assistant_turn: self.assistant_turns,
+                                turn,
+                                timestamp: timestamp.cloned(),
+                            },
+                        );
+                    }
+                    "TaskUpdate" => {
+                        self.uses_task_tools = true;
+                        let task_id = ["taskId", "id", "task_id"]
+                            .iter()
+                            .find_map(|k| input.get(*k).and_then(id_text));
+                        if let Some(task_id) = task_id {
+                            self.pending_updates.insert(
+                                id.clone(),
+                                PendingUpdate {
+                                    task_id,
+                                    status: input
+                                        .get("status")
+                                        .and_then(Value::as_str)
+                                        .map(str::to_string),
+                                    subject: input
+                                        .get("subject")
+                                        .and_then(Value::as_str)
+                                        .map(str::to_string),
+                                    assistant_turn: self.assistant_turns,
+                                    timestamp: timestamp.cloned(),
+                                },
+                            );
+                        }
+                    }
+                    "TodoWrite" => {
+                        self.uses_task_tools = true;
+                        self.apply_todos(input, turn, timestamp);
+                    }
+                    _ => {}
+                },
+                Block::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                    ..
+                } => {
+                    if let Some(create) = self.pending_creates.remove(tool_use_id) {
+                        if !is_error {
+                            let id = created_task_id(message.tool_use_result.as_ref(), content);
+                            if let Some(id) = id {
+                                self.create_task(id, create);
+                            }
+                        }
+                    } else if let Some(update) = self.pending_updates.remove(tool_use_id) {
+                        if !is_error {
+                            self.apply_update(update);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Calls whose result never came (an interrupted turn) are forgotten eventually.
+        let horizon = self.assistant_turns.saturating_sub(50);
+        self.pending_creates
+            .retain(|_, p| p.assistant_turn >= horizon);
+        self.pending_updates
+            .retain(|_, p| p.assistant_turn >= horizon);
+    }
+
+    fn create_task(&mut self, id: String, create: PendingCreate) {
+        if self.tasks.iter().any(|t| t.id == id) {
+            return;
+        }
+        self.tasks.push(TaskState {
+            id,
+            subject: create.subject,
+            description: create.description,
+            status: "pending".into(),
+            source: "TaskCreate".into(),
+            created_assistant_turn: create.assistant_turn,
+            completed_assistant_turn: None,
+            completed_at: None,
+            activity: Activity::starting(
+                create.turn,
+                create.assistant_turn,
+                create.timestamp.as_ref(),
+            ),
+            summarized: false,
+        });
+    }
+
+    fn apply_update(&mut self, update: PendingUpdate) {
+        if update.status.as_deref() == Some("deleted") {
+            self.tasks
+                .retain(|t| t.id != update.task_id || t.summarized);
+            return;
+        }
+        let Some(task) = self.tasks.iter_mut().find(|t| t.id == update.task_id) else {
+            return;
+        };
+        if let Some(subject) = update.subject.filter(|s| !s.trim().is_empty()) {
+            task.subject = subject;
+        }
+        if let Some(status) = update.status {
+            set_status(
+                task,
+                &status,
+                update.assistant_turn,
+                update.timestamp.as_ref(),
+            );
+        }
+    }
+
+    fn apply_todos(&mut self, input: &Value, turn: u64, timestamp: Option<&String>) {
+        let Some(todos) = input.get("todos").and_then(Value::as_array) else {
+            return;
+        };
+        for todo in todos {
+            let content = str_field(todo, "content");
+            if content.trim().is_empty() {
+                continue;
+            }
+            let status = str_field(todo, "status");
+            let id = todo_id(&content);
+            if !self.tasks.iter().any(|t| t.id == id) {
+                self.tasks.push(TaskState {
+                    id: id.clone(),
+                    subject: content.clone(),
+                    description: String::new(),
+                    status: "pending".into(),
+                    source: "TodoWrite".into(),
+                    created_assistant_turn: self.assistant_turns,
+                    completed_assistant_turn: None,
+                    completed_at: None,
+                    activity: Activity::starting(turn, self.assistant_turns, timestamp),
+                    summarized: false,
+                });
+            }
+            let turn_now = self.assistant_turns;
+            if let Some(task) = self.tasks.iter_mut().find(|t| t.id == id) {
+                set_status(task, &status, turn_now, timestamp);
+            }
+        }
+    }
+
+    /// The current assistant turn.
+    pub fn turn(&self) -> u64 {
+        self.assistant_turns
+    }
+
+    /// Tasks not yet completed.
+    pub fn active_tasks(&self) -> impl Iterator<Item = &TaskState> {
+        self.tasks
+            .iter()
+            .filter(|t| t.status == "pending" || t.status == "in_progress")
+    }
+}
+
+fn set_status(task: &mut TaskState, status: &str, assistant_turn: u64, timestamp: Option<&String>) {
+    if status.is_empty() || task.status == status {
+        return;
+    }
+    task.status = status.to_string();
+    if status == "completed" {
+        task.completed_assistant_turn = Some(assistant_turn);
+        task.completed_at = timestamp
+            .cloned()
+            .or_else(|| task.activity.last_timestamp.clone());
+        task.activity.end_assistant_turn = task.activity.end_assistant_turn.max(assistant_turn);
+    } else {
+        task.completed_assistant_turn = None;
+    }
+}
+
+/// The stable id of a TodoWrite item (it has none of its own): a hash of its text.
+pub fn todo_id(content: &str) -> String {
+    format!(
+        "todo-{:08x}",
+        xxhash_rust::xxh3::xxh3_64(content.trim().as_bytes()) as u32
+    )
+}
+
+/// The id TaskCreate gave: `toolUseResult.task.id`, else "Task #N" in the result text.
+fn created_task_id(result: Option<&Value>, content: &str) -> Option<String> {
+    if let Some(id) = result
+        .and_then(|r| r.get("task"))
+        .and_then(|t| t.get("id"))
+        .and_then(id_text)
+    {
+        return Some(id);
+    }
+    let rest = &content[content.find("Task #")? + "Task #".len()..];
+    let digits: String = rest
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect();
+    (!digits.is_empty()).then_some(digits)
+}
+
+/// An id given as a string or a number.
+fn id_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn str_field(value: &Value, key: &str) -> String {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn file_path(input: &Value) -> Option<String> {
+    ["file_path", "notebook_path", "path"]
+        .iter()
+        .find_map(|k| input.get(*k).and_then(Value::as_str))
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty() && p.len() < 1024)
+}
+
+/// The words of a tool call that say what it is about: paths, commands,
+/// patterns, descriptions; not file contents or edit strings.
+fn tool_input_words(input: &Value) -> String {
+    let Value::Object(map) = input else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for (key, value) in map {
+        if matches!(
+            key.as_str(),
+            "content" | "new_string" | "old_string" | "edits" | "new_source" | "todos"
+        ) {
+            continue;
+        }
+        if let Value::String(s) = value {
+            out.push_str(&cut(s, 600));
+            out.push(' ');
+        }
+    }
+    out
+}
+
+fn is_test_command(command: &str) -> bool {
+    const TESTS: &[&str] = &[
+        "cargo test",
+        "cargo nextest",
+        "pytest",
+        "npm test",
+        "npm run test",
+        "yarn test",
+        "pnpm test",
+        "bun test",
+        "go test",
+        "jest",
+        "vitest",
+        "mvn test",
+        "gradle test",
+        "make test",
+        "rspec",
+        "phpunit",
+        "ctest",
+        "tox",
+        "mix test",
+        "dotnet test",
+    ];
+    TESTS.iter().any(|t| command.contains(t))
+}
+
+/// The line of a prompt that names its topic: the first with words, past
+/// harness markup such as `<task-notification>` or `<command-name>` tags.
+pub fn topic_line(text: &str) -> String {
+    for line in text.lines() {
+        let mut line = line.trim();
+        // Drop leading tags: `<tag>`, `</tag>`, `<tag attr="x">`.
+        while line.starts_with('<') {
+            match line.find('>') {
+                Some(end) => line = line[end + 1..].trim_start(),
+                None => break,
+            }
+        }
+        let line = line.split('<').next().unwrap_or("").trim();
+        if line.chars().filter(|c| c.is_alphabetic()).count() >= 3 {
+            return line.to_string();
+        }
+    }
+    String::new()
+}
+
+/// The first sentence (or line) of an assistant text, cut to a snippet.
+fn first_sentence(text: &str) -> Option<String> {
+    let line = text.lines().map(str::trim).find(|l| l.len() >= 12)?;
+    let line = line.trim_start_matches(['#', '*', '-', ' ']);
+    let end = line
+        .char_indices()
+        .find(|&(i, c)| matches!(c, '.' | '!' | '?') && line[i + 1..].starts_with(' '))
+        .map_or(line.len(), |(i, _)| i + 1);
+    let sentence = line[..end].trim();
+    (sentence.len() >= 12).then(|| cut(sentence, SNIPPET_CHARS))
+}
+
+/// Sentences of an assistant text that state a decision.
+fn decision_sentences(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for sentence in sentences(text) {
+        let s = sentence.trim_start_matches(['#', '*', '-', '>', ' ']);
+        // Code (comments, fences) is not a decision stated to the user.
+        if s.len() < 12 || s.starts_with("//") || s.contains("```") {
+            continue;
+        }
+        let lower = s.to_lowercase();
+        if DECISION_CUES.iter().any(|cue| lower.contains(cue)) {
+            out.push(cut(s, SNIPPET_CHARS));
+            if out.len() >= 3 {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The sentences of a text: cut after `.`, `!` or `?` followed by a space (so
+/// `test.go` stays whole) and at line ends.
+fn sentences(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().flat_map(|line| {
+        let mut parts = Vec::new();
+        let mut start = 0;
+        let bytes = line.as_bytes();
+        for (i, &b) in bytes.iter().enumerate() {
+            if matches!(b, b'.' | b'!' | b'?') && bytes.get(i + 1) == Some(&b' ') {
+                parts.push(line[start..=i].trim());
+                start = i + 1;
+            }
+        }
+        parts.push(line[start..].trim());
+        parts.into_iter().filter(|p| !p.is_empty())
+    })
+}
+
+/// Share of the prompt's terms found among the segment's most frequent terms.
+fn overlap(segment: &SegmentState, prompt_terms: &[String]) -> f64 {
+    let top: BTreeSet<&str> = top_terms(&segment.term_counts, SEGMENT_PROFILE_TERMS)
+        .into_iter()
+        .collect();
+    let shared = prompt_terms
+        .iter()
+        .filter(|t| top.contains(t.as_str()))
+        .count();
+    shared as f64 / prompt_terms.len().max(1) as f64
+}
+
+fn top_terms(counts: &BTreeMap<String, u32>, n: usize) -> Vec<&str> {
+    let mut all: Vec<(&str, u32)> = counts.iter().map(|(t, c)| (t.as_str(), *c)).collect();
+    all.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    all.into_iter().take(n).map(|(t, _)| t).collect()
+}
+
+/// The terms that name a segment's topic: frequent in it, rare in the other
+/// segments (tf·idf), at most six.
+fn key_terms(segment: &SegmentState, others: &[SegmentState]) -> Vec<String> {
+    let docs = others.len() as f64 + 1.0;
+    let mut scored: Vec<(f64, &str)> = segment
+        .term_counts
+        .iter()
+        .filter(|(_, &c)| c >= 2)
+        .map(|(term, &count)| {
+            let df = 1.0
+                + others
+                    .iter()
+                    .filter(|o| o.term_counts.contains_key(term))
+                    .count() as f64;
+            (f64::from(count) * (1.0 + (docs / df).ln()), term.as_str())
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    scored
+        .into_iter()
+        .take(6)
+        .map(|(_, t)| t.to_string())
+        .collect()
+}
+
+fn trim_counts(counts: &mut BTreeMap<String, u32>) {
+    if counts.len() <= MAX_SEGMENT_TERMS * 2 {
+        return;
+    }
+    let keep: BTreeSet<String> = top_terms(counts, MAX_SEGMENT_TERMS)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    counts.retain(|t, _| keep.contains(t));
+}
+
+/// Adds `item` unless present; when full, the oldest goes.
+fn push_latest(list: &mut Vec<String>, item: &str, cap: usize) {
+    if let Some(i) = list.iter().position(|x| x == item) {
+        list.remove(i);
+    }
+    list.push(item.to_string());
+    if list.len() > cap {
+        list.remove(0);
+    }
+}
+
+/// Adds `item` unless present or the list is full (the first ones are kept).
+fn push_capped(list: &mut Vec<String>, item: &str, cap: usize) {
+    if list.len() < cap && !list.iter().any(|x| x == item) {
+        list.push(item.to_string());
+    }
+}
+
+/// `text` cut to at most `max` characters, with an ellipsis when cut.
+pub fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_line_skips_harness_markup() {
+        assert_eq!(
+            topic_line("<task-notification>\n<task-id>b1</task-id>\n<summary>Agent finished the review</summary>"),
+            "Agent finished the review"
+        );
+        assert_eq!(
+            topic_line("\n  Fix the login bug\nmore"),
+            "Fix the login bug"
+        );
+        assert_eq!(topic_line("<a>\n<b>x</b>"), "");
+    }
+
+    #[test]
+    fn decisions_and_outcomes_are_picked_from_text() {
+        let text = "I looked at it. The root cause was a stale cache in test.go. I'll use a TTL instead of manual flushes.\n// Instead of: flush()";
+        assert_eq!(
+            decision_sentences(text),
+            [
+                "The root cause was a stale cache in test.go.",
+                "I'll use a TTL instead of manual flushes."
+            ]
+        );
+        assert_eq!(
+            first_sentence("## Done\nAll 12 tests pass now. Next up: docs").as_deref(),
+            Some("All 12 tests pass now.")
+        );
+        assert!(is_test_command("cd web && npm test -- --watch=false"));
+        assert!(!is_test_command("ls -la"));
+    }
+}
