@@ -223,8 +223,11 @@ fn ingest_stores_messages_and_is_idempotent() {
     let store = TestStore::new();
     let dir = samples().join("transcripts");
     let first = store.json(&["ingest", dir.to_str().unwrap(), "--embed", "later"]);
-    assert_eq!(first["messages"], 31);
+    // uncompacted-session holds 14 messages of the 7c2e9f10 session again: the
+    // copies of the larger file are the ones stored.
+    assert_eq!(first["messages"], 45);
     assert_eq!(first["store"]["added"], 31);
+    assert_eq!(first["superseded"], 14);
     let record = store.json(&["get", &format!("{CC_SESSION}:m11")])["source"].clone();
     assert_eq!(record["role"], "assistant");
     assert_eq!(record["turn_index"], 0);
@@ -250,8 +253,14 @@ fn ingest_stores_messages_and_is_idempotent() {
         "--embed",
         "later",
     ]);
-    assert_eq!(full["messages"], 31);
+    assert_eq!(full["messages"], 45);
     assert_eq!(full["store"]["unchanged"], 31);
+    assert_eq!(full["superseded"], 14);
+    let origin = store.json(&["get", &format!("{CC_SESSION}:m11")])["source"]["origin"].clone();
+    assert!(origin["path"]
+        .as_str()
+        .unwrap()
+        .ends_with(&format!("{CC_SESSION}.jsonl.gz")));
 }
 
 #[test]

@@ -94,6 +94,22 @@ pub fn rolling_evict(
     options: &EvictOptions,
     cost: &dyn Fn(&Message) -> usize,
 ) -> Result<Eviction, EvictError> {
+    evict_with_note_suffix(messages, options, cost, "")
+}
+
+/// [`rolling_evict`] whose note carries `suffix` (more news of the same roll)
+/// before its closing bracket; the budget accounts for it.
+pub fn evict_with_note_suffix(
+    messages: Vec<Message>,
+    options: &EvictOptions,
+    cost: &dyn Fn(&Message) -> usize,
+    suffix: &str,
+) -> Result<Eviction, EvictError> {
+    let note_text = |count, tokens, first: &str, last: &str| {
+        let mut note = eviction_note(count, tokens, first, last);
+        note.insert_str(note.len() - 1, suffix);
+        note
+    };
     let max_input = max_input(options)?;
     let target_tokens = (options.target * max_input as f64).floor() as usize;
     let messages: Vec<Message> = messages.into_iter().filter(|m| !is_note(m)).collect();
@@ -104,7 +120,7 @@ pub fn rolling_evict(
         .take_while(|m| m.role == Role::System && !m.is_compact_boundary)
         .count();
     let groups = atomic_groups(&messages, pinned);
-    let note_reserve = cost(&note_message(eviction_note(
+    let note_reserve = cost(&note_message(note_text(
         9_999_999,
         999_999_999,
         "2026-01-01T00:00:00.000000000+00:00",
@@ -152,7 +168,7 @@ pub fn rolling_evict(
     let system = rest;
     let first = position(&evicted[0]);
     let last = position(&evicted[evicted.len() - 1]);
-    let note = eviction_note(evicted.len(), evicted_tokens, &first, &last);
+    let note = note_text(evicted.len(), evicted_tokens, &first, &last);
     let note_message = note_message(note.clone());
     let after = total - evicted_tokens + cost(&note_message);
     if after > max_input {
@@ -202,12 +218,14 @@ fn overflow(options: &EvictOptions, max_input: usize, needed: usize, kept: usize
     }
 }
 
-fn is_note(m: &Message) -> bool {
+/// Whether `m` is a note of an earlier roll (it is replaced, not kept).
+pub fn is_note(m: &Message) -> bool {
     m.role == Role::System
         && matches!(m.content.as_slice(), [Block::Text { text }] if text.starts_with(NOTE_PREFIX))
 }
 
-fn note_message(note: String) -> Message {
+/// A note as the system message that carries it.
+pub fn note_message(note: String) -> Message {
     Message::new(Role::System, vec![Block::Text { text: note }])
 }
 

@@ -6,6 +6,8 @@
 //! ([`evict`]), and writes what it dropped to the store so search finds it again.
 
 pub mod evict;
+pub mod live;
 pub mod priority;
+pub mod roll;
 pub mod tokens;
 pub mod truncate;
