@@ -366,19 +366,19 @@ fn resume_point(store: &Store, path: &Path, bytes: &[u8]) -> ReadFrom {
 }
 
 fn next_state(t: &Transcript, bytes: &[u8]) -> IngestState {
-    let (resume, prompts) = match t.messages.last() {
-        Some(last) if last.byte_offset < t.end_offset => {
-            let before = t.messages[..t.messages.len() - 1]
-                .iter()
-                .filter(|m| m.is_prompt())
-                .count() as u64;
-            (last.byte_offset, t.prompts_before + before)
-        }
-        _ => {
-            let all = t.messages.iter().filter(|m| m.is_prompt()).count() as u64;
-            (t.end_offset, t.prompts_before + all)
-        }
-    };
+    // The next read starts at the last message (it may still grow), or before an
+    // unterminated last line; the prompts before that point are counted so turn
+    // indices continue exactly where a whole read would have them.
+    let resume = t
+        .messages
+        .last()
+        .map_or(t.end_offset, |last| last.byte_offset.min(t.end_offset));
+    let before = t
+        .messages
+        .iter()
+        .filter(|m| m.byte_offset < resume && m.is_prompt())
+        .count() as u64;
+    let prompts = t.prompts_before + before;
     let resume = resume.min(bytes.len() as u64);
     IngestState {
         path: t.path.clone(),
