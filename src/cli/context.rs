@@ -14,9 +14,9 @@ use super::output;
 use crate::context::evict::{EvictError, EvictOptions};
 use crate::context::live::live_context;
 use crate::context::priority::{pack_prompt, PriorityOptions};
-use crate::context::roll::{full_versions, roll_context, TruncationSummary};
+use crate::context::roll::{full_versions, roll_context, truncate_with_cost, TruncationSummary};
 use crate::context::tokens::Tokenizer;
-use crate::context::truncate::{truncate_tool_outputs, TruncateOptions};
+use crate::context::truncate::TruncateOptions;
 use crate::error::Error;
 use crate::store::{AddReport, Store};
 use crate::transcript::ingest::{message_id, transcript_records};
@@ -472,8 +472,7 @@ pub fn pack(root: &Path, args: PackArgs) -> anyhow::Result<ExitCode> {
     let started = std::time::Instant::now();
     let (messages, truncation, originals) = match args.truncate.options() {
         Some(options) => {
-            let count = |text: &str| tokenizer.count(text);
-            let tr = truncate_tool_outputs(messages, &options, &count, &record_id);
+            let tr = truncate_with_cost(messages, &options, &cost, &record_id);
             let summary = TruncationSummary::of(&tr);
             (tr.messages, Some(summary), tr.originals)
         }

@@ -310,17 +310,30 @@ mod tests {
         assert_eq!(atomic_groups(&m, 1), vec![(1, 1), (2, 4), (5, 5)]);
     }
 
+    /// `n` one-line user messages.
+    fn prompts(n: usize) -> Vec<Message> {
+        (0..n).map(|i| text(Role::User, &format!("m{i}"))).collect()
+    }
+
+    fn options(
+        context_window: usize,
+        reserved_output: usize,
+        target: f64,
+        min_keep: usize,
+    ) -> EvictOptions {
+        EvictOptions {
+            context_window,
+            reserved_output,
+            target,
+            min_keep,
+        }
+    }
+
     #[test]
     fn evicts_oldest_and_writes_a_note() {
         let mut m = vec![text(Role::System, "sys")];
-        m.extend((0..20).map(|i| text(Role::User, &format!("m{i}"))));
-        let options = EvictOptions {
-            context_window: 1000,
-            reserved_output: 0,
-            target: 0.5,
-            min_keep: 3,
-        };
-        let e = rolling_evict(m, &options, &|_| 40).unwrap();
+        m.extend(prompts(20));
+        let e = rolling_evict(m, &options(1000, 0, 0.5, 3), &|_| 40).unwrap();
         assert!(e.tokens_after <= 500, "{}", e.tokens_after);
         assert_eq!(e.kept[0].text(), "sys");
         assert!(e.kept[1].text().starts_with(NOTE_PREFIX));
@@ -330,14 +343,7 @@ mod tests {
 
     #[test]
     fn overflow_names_the_numbers() {
-        let m: Vec<Message> = (0..5).map(|i| text(Role::User, &format!("m{i}"))).collect();
-        let options = EvictOptions {
-            context_window: 100,
-            reserved_output: 20,
-            target: 0.8,
-            min_keep: 5,
-        };
-        let err = rolling_evict(m, &options, &|_| 30).unwrap_err();
+        let err = rolling_evict(prompts(5), &options(100, 20, 0.8, 5), &|_| 30).unwrap_err();
         assert!(matches!(
             err,
             EvictError::Overflow {

@@ -72,13 +72,7 @@ pub fn roll_context(
             to_store,
         });
     };
-    let count = |text: &str| {
-        cost(&Message::new(
-            crate::transcript::Role::Tool,
-            vec![crate::transcript::Block::Text { text: text.into() }],
-        ))
-    };
-    let t = truncate_tool_outputs(messages, truncate, &count, record_id);
+    let t = truncate_with_cost(messages, truncate, cost, record_id);
     let summary = TruncationSummary::of(&t);
     let tokens_before = summary.tokens_before;
     let suffix = if summary.outputs_truncated == 0 {
@@ -97,6 +91,23 @@ pub fn roll_context(
         truncation: Some(summary),
         to_store,
     })
+}
+
+/// [`truncate_tool_outputs`] with text counted by the message cost function
+/// (as a one-block message), so truncation and eviction count alike.
+pub fn truncate_with_cost(
+    messages: Vec<Message>,
+    options: &TruncateOptions,
+    cost: &dyn Fn(&Message) -> usize,
+    record_id: &dyn Fn(&Message) -> String,
+) -> Truncation {
+    let count = |text: &str| {
+        cost(&Message::new(
+            crate::transcript::Role::Tool,
+            vec![crate::transcript::Block::Text { text: text.into() }],
+        ))
+    };
+    truncate_tool_outputs(messages, options, &count, record_id)
 }
 
 /// What the store must receive after `dropped` left a context and `originals`
