@@ -185,7 +185,7 @@ pub struct IngestReport {
     pub parse_mb_per_s: f64,
     pub store: Option<AddReport>,
     /// Messages not written because a more complete file holds the same message
-    /// (a session copied into two files); see [`most_complete_copies`].
+    /// (a session copied into two files): the copy from the larger file wins.
     pub superseded: usize,
     pub seconds: f64,
     pub dry_run: bool,
