@@ -3,12 +3,20 @@
 evicted message again with `knowledge-db search`.
 
     benches/evict-replay.py [DIR] [N] [--window 200000] [--bin target/release/knowledge-db]
+                            [--truncate-tools] [--skip-turns]
 
 For each of the N largest transcripts in DIR (by decompressed size) it runs
 `evict --context-window W --json` into one fresh store, then searches (BM25, k=10,
 one batch) for every evicted message with a query made from its own text (its
-first 16 words) and reports how often the message is in the top 10 (and top 1),
-the eviction times and the token counts.
+first 16 words; with --truncate-tools also every truncated message) and reports how often the message is in the top 10 (and top 1),
+the eviction times and the token counts. With --truncate-tools, old and long
+tool outputs become placeholders first (their full text is stored too) and the
+table shows the tokens before and after truncation.
+
+It then adds the same evicted messages through `add` into a second store, which
+links each to the turn before it (conversation context, src/record/context.rs),
+and runs the same queries there: the measurement behind whether `ingest` should
+link turns.
 """
 import argparse, gzip, json, os, re, statistics, subprocess, sys, tempfile, time
 
@@ -17,6 +25,8 @@ p.add_argument("dir", nargs="?", default="../shared/eval/transcripts/claude-code
 p.add_argument("n", nargs="?", type=int, default=20)
 p.add_argument("--window", type=int, default=200000)
 p.add_argument("--bin", default="target/release/knowledge-db")
+p.add_argument("--truncate-tools", action="store_true")
+p.add_argument("--skip-turns", action="store_true", help="skip the turn-record comparison")
 a = p.parse_args()
 
 files = [os.path.join(a.dir, f) for f in os.listdir(a.dir) if f.endswith((".jsonl", ".jsonl.gz"))]
@@ -30,18 +40,28 @@ work = tempfile.mkdtemp(prefix="evict-replay-")
 store = os.path.join(work, "store")
 kdb = lambda *args: subprocess.run([a.bin, "--store", store, *args], check=True, capture_output=True, text=True).stdout
 kdb("init")
-queries, rows = [], []
+queries, rows, seen = [], [], set()
 for f in files:
     started = time.perf_counter()
-    report = json.loads(kdb("evict", "--transcript", f, "--context-window", str(a.window), "--json"))
+    extra = ["--truncate-tools"] if a.truncate_tools else []
+    report = json.loads(kdb("evict", "--transcript", f, "--context-window", str(a.window), "--json", *extra))
     wall = time.perf_counter() - started
+    tr = report.get("truncation") or {}
     rows.append((os.path.basename(f), report["messages_before"], report["evicted_count"],
-                 report["tokens_before"], report["tokens_after"], report["evict_seconds"], wall))
-    for rid in report["evicted_ids"]:
-        queries.append(rid)
-print(f"{'transcript':60} {'msgs':>6} {'evicted':>7} {'tokens before':>13} {'after':>7} {'evict s':>8} {'cli s':>6}")
+                 report["tokens_before"], report["tokens_after"], report["evict_seconds"], wall,
+                 tr.get("outputs_truncated", 0), tr.get("tokens_after", report["tokens_before"])))
+    for rid in report["evicted_ids"] + tr.get("record_ids", []):
+        if rid not in seen:
+            seen.add(rid)
+            queries.append(rid)
+print(f"{'transcript':60} {'msgs':>6} {'evicted':>7} {'tokens before':>13} {'truncated':>9} {'after trunc':>11} {'after':>7} {'evict s':>8} {'cli s':>6}")
 for r in rows:
-    print(f"{r[0]:60} {r[1]:6} {r[2]:7} {r[3]:13} {r[4]:7} {r[5]:8.3f} {r[6]:6.2f}")
+    print(f"{r[0]:60} {r[1]:6} {r[2]:7} {r[3]:13} {r[7]:9} {r[8]:11} {r[4]:7} {r[5]:8.3f} {r[6]:6.2f}")
+if a.truncate_tools:
+    before, after = sum(r[3] for r in rows), sum(r[8] for r in rows)
+    print(f"truncation: {sum(r[7] for r in rows)} tool outputs, {before} -> {after} tokens "
+          f"({100 * (before - after) / max(before, 1):.1f}% saved); evicted {sum(r[2] for r in rows)} messages; "
+          f"evict time (truncation + eviction, in process) total {sum(r[5] for r in rows):.2f}s, process total {sum(r[6] for r in rows):.2f}s")
 
 # Queries: the first 16 words of each evicted message's stored text.
 qfile = os.path.join(work, "queries.jsonl")
@@ -66,6 +86,27 @@ for line in out.splitlines():
     top1 += bool(got) and got[0] == r["query_id"]
 print(f"evicted messages: {n}; found in top 10 by a query from their own text: {top10} ({100*top10/max(n,1):.1f}%); top 1: {top1} ({100*top1/max(n,1):.1f}%)")
 print(f"eviction (rolling_evict incl. token counting) mean {statistics.mean(r[5] for r in rows):.3f}s, max {max(r[5] for r in rows):.3f}s; store kept in {work}")
+
+# The same messages added through `add`, which links each to the turn before it
+# in the same session (conversation context), then the same queries.
+linked_store = os.path.join(work, "linked")
+subprocess.run([a.bin, "--store", linked_store, "init"], check=True, capture_output=True)
+lfile = os.path.join(work, "linked.jsonl")
+with open(lfile, "w") as out:
+    for rid in ids:
+        out.write(json.dumps(sources[rid]) + "\n")
+subprocess.run([a.bin, "--store", linked_store, "add", lfile, "--embed", "later"], check=True, capture_output=True)
+out = subprocess.run([a.bin, "--store", linked_store, "search", "--queries", qfile, "--mode", "bm25", "-k", "10", "--all-namespaces"],
+                     check=True, capture_output=True, text=True).stdout
+l10 = l1 = 0
+for line in out.splitlines():
+    r = json.loads(line)
+    got = [x["id"] for x in r["results"]]
+    l10 += r["query_id"] in got
+    l1 += bool(got) and got[0] == r["query_id"]
+print(f"with conversation context (linked by add): top 10: {l10} ({100*l10/max(n,1):.1f}%); top 1: {l1} ({100*l1/max(n,1):.1f}%)")
+if a.skip_turns:
+    sys.exit(0)
 
 # The same queries against turn records (a user prompt with the replies and tool
 # calls that follow it, in one record), to choose the unit ingest stores.

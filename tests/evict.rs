@@ -8,14 +8,20 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use common::{samples, TestStore};
-use knowledge_db::context::evict::{rolling_evict, EvictError, EvictOptions, NOTE_PREFIX};
+use knowledge_db::context::evict::{
+    atomic_groups, rolling_evict, EvictError, EvictOptions, NOTE_PREFIX,
+};
+use knowledge_db::context::priority::{classify, pack_prompt, Priority, PriorityOptions};
 use knowledge_db::context::tokens::Tokenizer;
 use knowledge_db::transcript::ingest::{message_id, transcript_records};
 use knowledge_db::transcript::{read_file, Block, Message, ReadFrom, Role};
 use knowledge_db::Store;
 use proptest::prelude::*;
 
-const CC_FIXTURE: &str = "transcripts/7c2e9f10-4b3a-4d8e-9a61-2f5c0d8e1b47.jsonl.gz";
+/// A Claude Code session without a compaction (all of it is live context).
+const CC_FIXTURE: &str = "transcripts/uncompacted-session.jsonl.gz";
+/// The same session compacted once: only the summary and what follows are live.
+const CC_COMPACTED: &str = "transcripts/7c2e9f10-4b3a-4d8e-9a61-2f5c0d8e1b47.jsonl.gz";
 
 /// A conversation from a seed: an optional system prompt, then user text,
 /// assistant text, and tool calls whose results follow some messages later.
@@ -221,7 +227,7 @@ fn evict_command_stores_first_and_prints_the_note() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let note = kept[0]["content"][0]["text"].as_str().unwrap();
-    let evicted = 16 + 1 - kept.len();
+    let evicted = 14 + 1 - kept.len();
     assert!(
         note.starts_with(&format!("[Context rolled: {evicted} messages evicted ("))
             && note.contains("tokens). Full transcript searchable via memory_search. Evicted range: 2026-03-02T09:00:00.000Z to "),
@@ -340,4 +346,397 @@ fn message_ids_are_stable_across_reads() {
         ids(&a).iter().collect::<HashSet<_>>().len(),
         a.messages.len()
     );
+}
+
+/// Runs the binary and parses its stdout as JSONL messages.
+fn kept_messages(out: &std::process::Output) -> Vec<serde_json::Value> {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn evict_starts_after_the_last_compaction() {
+    let store = TestStore::new();
+    let fixture = samples().join(CC_COMPACTED);
+    let report = store.json(&[
+        "evict",
+        "--transcript",
+        fixture.to_str().unwrap(),
+        "--context-window",
+        "100000",
+        "--dry-run",
+    ]);
+    // 16 messages in the file; the boundary and the 12 before it are not live.
+    assert_eq!(report["messages_before"], 16);
+    assert_eq!(report["compacted_messages"], 13);
+    assert_eq!(report["evicted_count"], 0);
+    let kept = report["kept"].as_array().unwrap();
+    assert_eq!(kept.len(), 3);
+    assert_eq!(kept[0]["is_compact_summary"], true);
+    assert_eq!(kept[1]["uuid"], "m14");
+    // Evicting from the live part reaches only the summary, never older messages.
+    let out = store
+        .cmd()
+        .args(["evict", "--transcript", fixture.to_str().unwrap()])
+        .args([
+            "--context-window",
+            "200",
+            "--target",
+            "0.5",
+            "--min-keep",
+            "1",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let session = "7c2e9f10-4b3a-4d8e-9a61-2f5c0d8e1b47";
+    let evicted = report["evicted_ids"].as_array().unwrap();
+    assert_eq!(evicted[0], format!("{session}:cs1"), "{report}");
+    assert!(
+        evicted.len() <= 2,
+        "only the summary and m14 can go: {report}"
+    );
+    assert_eq!(store.json(&["stats"])["records"], evicted.len());
+    assert!(
+        store
+            .cmd()
+            .args(["get", &format!("{session}:m01")])
+            .output()
+            .unwrap()
+            .status
+            .code()
+            != Some(0)
+    );
+}
+
+/// A generic transcript of `steps` Bash calls; step `long` prints a long log
+/// with an error line, the others a short line naming a rare word.
+fn tool_session(store: &TestStore, steps: usize, long: usize) -> std::path::PathBuf {
+    let mut lines = String::new();
+    let mut push = |m: Message| {
+        lines.push_str(&serde_json::to_string(&m).unwrap());
+        lines.push('\n');
+    };
+    let mut system = Message::new(
+        Role::System,
+        vec![Block::Text {
+            text: "You fix builds.".into(),
+        }],
+    );
+    system.uuid = Some("sys".into());
+    push(system);
+    let mut ask = Message::new(
+        Role::User,
+        vec![Block::Text {
+            text: "Make the build pass.".into(),
+        }],
+    );
+    ask.uuid = Some("ask".into());
+    push(ask);
+    for i in 0..steps {
+        let mut call = Message::new(
+            Role::Assistant,
+            vec![Block::ToolUse {
+                id: format!("t{i}"),
+                name: "Bash".into(),
+                input: serde_json::json!({"command": format!("make step{i}")}),
+            }],
+        );
+        call.uuid = Some(format!("c{i}"));
+        push(call);
+        let output = if i == long {
+            format!(
+                "{}error: linker `cc` failed quokkasaurus\nExit code 2",
+                "compiling crate number seven hundred\n".repeat(400)
+            )
+        } else {
+            format!("done step{i} with wombatix{i}")
+        };
+        let mut result = Message::new(
+            Role::Tool,
+            vec![Block::ToolResult {
+                tool_use_id: format!("t{i}"),
+                content: output,
+                is_error: i == long,
+                name: None,
+            }],
+        );
+        result.uuid = Some(format!("r{i}"));
+        push(result);
+    }
+    store.write("tools.jsonl", lines.as_bytes())
+}
+
+#[test]
+fn truncated_tool_outputs_are_stored_whole_and_named_by_their_placeholder() {
+    let store = TestStore::new();
+    let file = tool_session(&store, 10, 1);
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = ["evict", "--transcript", file.to_str().unwrap()]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(["--context-window", "2000", "--min-keep", "6"].map(String::from));
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    // Without truncation the long log forces messages out.
+    let plain = store.json(
+        &args(&["--dry-run"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert!(plain["evicted_count"].as_u64().unwrap() >= 4, "{plain}");
+    // With it, nothing has to leave: outputs older than 5 steps and the long
+    // one become placeholders.
+    let out = store
+        .cmd()
+        .args(args(&["--truncate-tools"]))
+        .output()
+        .unwrap();
+    let kept = kept_messages(&out);
+    assert_eq!(kept.len(), 22, "everything stays, shortened");
+    let texts: Vec<String> = kept
+        .iter()
+        .map(|m| {
+            m["content"][0]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    let long = &texts[5];
+    assert!(
+        long.starts_with("[tool output truncated: Bash; exit 2;")
+            && long.contains("full output in record tools:r1]")
+            && long.contains("error: linker `cc` failed quokkasaurus"),
+        "{long}"
+    );
+    assert!(!long.contains("seven hundred"));
+    assert!(
+        texts[3].contains("full output in record tools:r0"),
+        "{}",
+        texts[3]
+    );
+    // Steps 5..9 are recent and short: unchanged.
+    assert_eq!(texts[13], "done step5 with wombatix5");
+    // The full outputs are in the store before the placeholders were printed.
+    let record = store.json(&["get", "tools:r1"]);
+    assert!(record["source"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("seven hundred"));
+    assert_eq!(store.search_ids(&["quokkasaurus"])[0], "tools:r1");
+    assert_eq!(store.search_ids(&["wombatix0"])[0], "tools:r0");
+    assert_eq!(store.json(&["stats"])["records"], 5);
+
+    // The JSON report says what was truncated; the note does too when messages go.
+    let report = store.json(
+        &args(&[
+            "--truncate-tools",
+            "--tool-steps",
+            "1",
+            "--tool-max-tokens",
+            "50",
+            "--dry-run",
+        ])
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>(),
+    );
+    assert_eq!(report["truncation"]["outputs_truncated"], 9);
+    assert_eq!(report["evicted_count"], 0);
+    assert!(report["tokens_after"].as_u64().unwrap() < 1000, "{report}");
+    let tight = store.json(&[
+        "evict",
+        "--transcript",
+        file.to_str().unwrap(),
+        "--context-window",
+        "300",
+        "--min-keep",
+        "4",
+        "--truncate-tools",
+        "--dry-run",
+    ]);
+    let note = tight["note"].as_str().unwrap();
+    assert!(note.contains("tool outputs truncated ("), "{note}");
+    assert!(
+        note.ends_with("their placeholders name the record holding the full output.]")
+            || note.ends_with("each placeholder names the record holding the full output.]"),
+        "{note}"
+    );
+}
+
+#[test]
+fn truncation_flags_need_truncate_tools() {
+    let store = TestStore::new();
+    let file = tool_session(&store, 2, 9);
+    store
+        .cmd()
+        .args([
+            "evict",
+            "--transcript",
+            file.to_str().unwrap(),
+            "--context-window",
+            "1000",
+        ])
+        .args(["--tool-steps", "3"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn pack_trims_by_priority_and_stores_what_it_drops() {
+    let store = TestStore::new();
+    let file = tool_session(&store, 10, 1);
+    let system = store.write("system.txt", b"You are a build fixer. Never push to main.");
+    let claude = store.write("CLAUDE.md", b"Run cargo fmt before every commit.");
+    let out = store
+        .cmd()
+        .args([
+            "pack",
+            "--transcript",
+            file.to_str().unwrap(),
+            "--budget",
+            "400",
+        ])
+        .arg("--system")
+        .arg(&system)
+        .arg("--instructions")
+        .arg(&claude)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["tokens_after"].as_u64().unwrap() <= 400, "{report}");
+    let kept = report["kept"].as_array().unwrap();
+    assert_eq!(
+        kept[0]["content"][0]["text"],
+        "You are a build fixer. Never push to main."
+    );
+    let note = kept[1]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        note.starts_with("[Context rolled: ") && note.contains("dropped by priority"),
+        "{note}"
+    );
+    assert!(
+        kept.iter().any(|m| m["is_meta"] == true),
+        "the instructions stay"
+    );
+    // The long log is the stale tool output that goes; the user's task stays.
+    let dropped: Vec<&str> = report["dropped_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(dropped.contains(&"tools:r1"), "{dropped:?}");
+    assert!(!dropped.contains(&"tools:ask"));
+    assert!(
+        report["dropped_by_priority"]["current task"].is_null(),
+        "{report}"
+    );
+    assert!(store.json(&["get", "tools:r1"])["source"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("quokkasaurus"));
+    // A system prompt over the budget fails with the numbers and writes nothing.
+    let fresh = TestStore::new();
+    let before = fresh.snapshot();
+    fresh
+        .cmd()
+        .args([
+            "pack",
+            "--transcript",
+            file.to_str().unwrap(),
+            "--budget",
+            "5",
+        ])
+        .arg("--system")
+        .arg(&system)
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("context overflow"));
+    assert_eq!(fresh.snapshot(), before);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn packing_fits_the_budget_and_drops_the_least_important_first(
+        system in any::<bool>(),
+        steps in prop::collection::vec((0u8..4, 0u16..400), 0..60),
+        budget in 0usize..8_000,
+        recent in 1u64..4,
+    ) {
+        let (mut messages, costs) = conversation(system, &steps);
+        // Turns: each user question opens one; some user lines are instructions.
+        let mut turn = 0;
+        for (i, m) in messages.iter_mut().enumerate() {
+            if m.role == Role::User && m.text().starts_with("question") {
+                turn += 1;
+                m.is_meta = i % 7 == 3;
+            }
+            m.turn_index = turn;
+        }
+        let cost = cost_of(&costs);
+        let options = PriorityOptions { recent_turns: recent, recent_tool_steps: (budget % 7) + 1 };
+        match pack_prompt(messages.clone(), budget, &options, &cost) {
+            Ok(p) => {
+                let used: usize = p.kept.iter().map(&cost).sum();
+                prop_assert_eq!(used, p.tokens_after);
+                prop_assert!(used <= budget, "{} > {}", used, budget);
+                let notes = usize::from(p.note.is_some());
+                prop_assert_eq!(p.kept.len() - notes + p.dropped.len(), messages.len());
+                if system {
+                    prop_assert_eq!(&p.kept[0], &messages[0]);
+                }
+                // Groups (a call with its results) go whole; a kept group is never
+                // less important than a dropped one (older first within a priority).
+                let priorities = classify(&messages, &options);
+                let pinned = usize::from(system);
+                let dropped: HashSet<&str> = p.dropped.iter().filter_map(|(_, m)| m.uuid.as_deref()).collect();
+                let mut kept_groups = Vec::new();
+                let mut dropped_groups = Vec::new();
+                for (s, e) in atomic_groups(&messages, pinned) {
+                    let priority: Priority = *priorities[s..=e].iter().min().unwrap();
+                    let gone: Vec<bool> = messages[s..=e].iter().map(|m| dropped.contains(m.uuid.as_deref().unwrap())).collect();
+                    prop_assert!(gone.iter().all(|g| *g) || gone.iter().all(|g| !*g), "group {}..={} split", s, e);
+                    if gone[0] { dropped_groups.push((priority, s)) } else { kept_groups.push((priority, s)) }
+                }
+                for &(dp, ds) in &dropped_groups {
+                    for &(kp, ks) in &kept_groups {
+                        prop_assert!(kp < dp || (kp == dp && ks > ds),
+                            "kept {:?} at {} while dropping {:?} at {}", kp, ks, dp, ds);
+                    }
+                }
+            }
+            Err(e) => {
+                // Only when the system prompt and the note alone do not fit.
+                let system_cost: usize = messages.iter().take(usize::from(system)).map(&cost).sum();
+                prop_assert!(e.needed > budget);
+                prop_assert!(system_cost <= e.needed);
+            }
+        }
+    }
 }

@@ -223,8 +223,11 @@ fn ingest_stores_messages_and_is_idempotent() {
     let store = TestStore::new();
     let dir = samples().join("transcripts");
     let first = store.json(&["ingest", dir.to_str().unwrap(), "--embed", "later"]);
-    assert_eq!(first["messages"], 31);
+    // uncompacted-session holds 14 messages of the 7c2e9f10 session again: the
+    // copies of the larger file are the ones stored.
+    assert_eq!(first["messages"], 45);
     assert_eq!(first["store"]["added"], 31);
+    assert_eq!(first["superseded"], 14);
     let record = store.json(&["get", &format!("{CC_SESSION}:m11")])["source"].clone();
     assert_eq!(record["role"], "assistant");
     assert_eq!(record["turn_index"], 0);
@@ -250,8 +253,14 @@ fn ingest_stores_messages_and_is_idempotent() {
         "--embed",
         "later",
     ]);
-    assert_eq!(full["messages"], 31);
+    assert_eq!(full["messages"], 45);
     assert_eq!(full["store"]["unchanged"], 31);
+    assert_eq!(full["superseded"], 14);
+    let origin = store.json(&["get", &format!("{CC_SESSION}:m11")])["source"]["origin"].clone();
+    assert!(origin["path"]
+        .as_str()
+        .unwrap()
+        .ends_with(&format!("{CC_SESSION}.jsonl.gz")));
 }
 
 #[test]
@@ -301,4 +310,56 @@ fn ingest_of_a_missing_file_fails_and_writes_nothing() {
         .stderr(predicates::str::contains("/no/such/transcript.jsonl"));
     let stats = store.json(&["stats"]);
     assert_eq!(stats["records"], 0);
+}
+
+#[test]
+fn reingest_of_a_file_without_a_final_newline_changes_nothing() {
+    let store = TestStore::new();
+    // The last line (a prompt) has no newline: it may still be being written, so
+    // the next read starts before it, and its turn index must not drift.
+    let file = store.write(
+        "open.jsonl",
+        b"{\"role\":\"user\",\"content\":\"first ask\",\"id\":\"a\"}\n\
+          {\"role\":\"assistant\",\"content\":\"done\",\"id\":\"b\"}\n\
+          {\"role\":\"user\",\"content\":\"second ask\",\"id\":\"c\"}",
+    );
+    let first = store.json(&["ingest", file.to_str().unwrap(), "--embed", "later"]);
+    assert_eq!(first["store"]["added"], 3);
+    for _ in 0..3 {
+        let again = store.json(&["ingest", file.to_str().unwrap(), "--embed", "later"]);
+        assert_eq!(again["store"]["updated"], 0, "{again}");
+        assert_eq!(again["store"]["added"], 0, "{again}");
+        assert_eq!(store.json(&["get", "open:c"])["source"]["turn_index"], 1);
+    }
+}
+
+#[test]
+fn reingest_of_a_folder_with_a_session_in_two_files_changes_nothing() {
+    let store = TestStore::new();
+    let dir = store.dir.path().join("sessions");
+    std::fs::create_dir(&dir).unwrap();
+    // A checkpoint copy holds the first lines of the later, longer file.
+    let line = |i: usize| {
+        format!(
+            "{{\"role\":\"{}\",\"content\":\"step {i} of the plan\",\"id\":\"m{i}\",\"session_id\":\"s1\"}}\n",
+            if i.is_multiple_of(3) { "user" } else { "assistant" }
+        )
+    };
+    let all: String = (0..9).map(line).collect();
+    let part: String = (0..5).map(line).collect();
+    std::fs::write(dir.join("a-checkpoint.jsonl"), &part).unwrap();
+    std::fs::write(dir.join("b-later.jsonl"), &all).unwrap();
+    let first = store.json(&["ingest", dir.to_str().unwrap(), "--embed", "later"]);
+    assert_eq!(first["store"]["added"], 9);
+    assert_eq!(first["superseded"], 5);
+    for _ in 0..2 {
+        let again = store.json(&["ingest", dir.to_str().unwrap(), "--embed", "later"]);
+        assert_eq!(again["store"]["updated"], 0, "{again}");
+        assert_eq!(again["store"]["added"], 0, "{again}");
+    }
+    let origin = store.json(&["get", "s1:m4"])["source"]["origin"]["path"].clone();
+    assert!(
+        origin.as_str().unwrap().ends_with("b-later.jsonl"),
+        "{origin}"
+    );
 }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::transcript_lite::{read_transcripts, truncate_chars, Role, Session, TaskEvent, Turn};
+use super::turns::{read_transcripts, truncate_chars, Role, Session, TaskEvent, Turn};
 
 /// What to generate, from where, and where to put it.
 #[derive(Debug, Clone)]
@@ -51,32 +51,22 @@ pub struct GenSummary {
 
 #[derive(Debug, thiserror::Error)]
 pub enum GenError {
-    #[error("cannot read {}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
     #[error("cannot write {}: {source}", path.display())]
     Write {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("no transcripts found under {} (looked for *.jsonl and *.jsonl.gz files)", .0.display())]
+    #[error("no transcripts found under {} (looked for *.jsonl, *.jsonl.gz and *.json files)", .0.display())]
     NoTranscripts(PathBuf),
     #[error("the transcripts under {} hold no user or assistant turns with text", .0.display())]
     NoTurns(PathBuf),
     #[error("cannot encode a record as JSON: {0}")]
     Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    Transcript(#[from] crate::error::Error),
 }
 
 impl GenError {
-    pub(crate) fn read(path: &Path, source: std::io::Error) -> Self {
-        GenError::Read {
-            path: path.to_path_buf(),
-            source,
-        }
-    }
-
     fn write(path: &Path, source: std::io::Error) -> Self {
         GenError::Write {
             path: path.to_path_buf(),
@@ -1837,10 +1827,10 @@ not json at all
         assert!(corpus.iter().any(|r| r["task_id"] == "todo-2"));
         let segment = corpus.iter().find(|r| r["kind"] == "segment").unwrap();
         assert!(segment["compressed_content"].as_str().unwrap().len() > 50);
-        assert!(crate::bench::transcript_lite::parse_rfc3339(
-            segment["compressed_at"].as_str().unwrap()
-        )
-        .is_some());
+        assert!(
+            crate::bench::turns::parse_rfc3339(segment["compressed_at"].as_str().unwrap())
+                .is_some()
+        );
     }
 
     #[test]

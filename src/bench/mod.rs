@@ -38,7 +38,7 @@
 
 pub mod gen;
 pub mod run;
-mod transcript_lite;
+mod turns;
 
 pub use gen::{generate, GenError, GenOptions, GenSummary};
 pub use run::{run, RunOptions, RunReport, VectorPlan};

@@ -1,5 +1,6 @@
 //! `knowledge-db tokens` and `knowledge-db evict`: token counts and rolling eviction.
 
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -8,14 +9,18 @@ use anyhow::Context as _;
 use clap::Args;
 use serde_json::json;
 
-use super::ingest::FormatArg;
+use super::ingest::{FormatArg, TranscriptStoreArgs};
 use super::output;
-use crate::context::evict::{rolling_evict, EvictOptions};
+use crate::context::evict::{EvictError, EvictOptions};
+use crate::context::live::live_context;
+use crate::context::priority::{pack_prompt, PriorityOptions};
+use crate::context::roll::{full_versions, roll_context, truncate_with_cost, TruncationSummary};
 use crate::context::tokens::Tokenizer;
+use crate::context::truncate::TruncateOptions;
 use crate::error::Error;
-use crate::store::Store;
+use crate::store::{AddReport, Store};
 use crate::transcript::ingest::{message_id, transcript_records};
-use crate::transcript::{read_file, read_slice, ReadFrom, Transcript};
+use crate::transcript::{read_file, read_slice, Block, Message, ReadFrom, Role, Transcript};
 
 pub const TOKENS_HELP: &str = "\
 Examples:
@@ -33,13 +38,40 @@ Examples:
   knowledge-db evict --transcript session.jsonl --context-window 128000 --reserved-output 8000 --model gpt-4o
   knowledge-db evict --transcript chat.jsonl --context-window 200000 --json
 
-The budget is (context window - reserved output); messages are dropped, oldest
-first, until they take at most --target of it. The system prompt, the last
---min-keep messages and tool call/result pairs are never split or dropped. The
-evicted messages are written to the store first (ids <session>:<uuid>, findable
-with `knowledge-db search`), then the kept messages are printed as JSONL (the
-generic transcript format) with one note where the evicted ones were. If even the
-minimum does not fit, the command fails with the numbers and writes nothing.";
+  knowledge-db evict --transcript session.jsonl --context-window 200000 --truncate-tools --tool-steps 5 --tool-max-tokens 2000
+
+Only the live context is rolled: in a Claude Code file with compactions, the
+compact summary and what follows the last `compact_boundary`. With
+--truncate-tools, tool outputs older than --tool-steps tool-calling steps or
+longer than --tool-max-tokens first become placeholders (tool name, file paths,
+exit status, error lines and the record id of the full output), unless a recent
+step touches the same file; fewer messages then have to leave. The budget is
+(context window - reserved output); messages are dropped, oldest first, until
+they take at most --target of it. The system prompt, the last --min-keep messages
+and tool call/result pairs are never split or dropped. The full evicted and
+truncated messages are written to the store first (ids <session>:<uuid>, shown
+by `knowledge-db get`, found by `knowledge-db search`), then the kept messages
+are printed as JSONL (the generic transcript format) with one note where the
+evicted ones were, saying what was evicted and truncated. If even the minimum
+does not fit, the command fails with the numbers and writes nothing.";
+
+pub const PACK_HELP: &str = "\
+Examples:
+  knowledge-db pack --transcript session.jsonl --budget 100000 --system system.txt --instructions CLAUDE.md
+  knowledge-db pack --transcript session.jsonl --budget 50000 --truncate-tools --json
+  cat chat.jsonl | knowledge-db pack --transcript - --budget 8000 --dry-run
+
+Fits a whole prompt (system prompt, instruction files, then the transcript's live
+context) into --budget tokens by dropping the least important messages first:
+stale tool output (tool calls and results before the recent turns or more than
+--recent-tool-steps steps old), then old history, recent turns (since the last
+--recent-turns user prompts), tool calls on files edited in the recent turns,
+the current task (the last user prompt) and instructions; the system prompt is
+never dropped. Oldest
+first within a priority; a tool call and its result go together. What is dropped
+is stored first (findable by `get` and `search`); the kept messages are printed
+as JSONL with one note saying what was dropped. If the system prompt alone is
+over budget, the command fails with the numbers and writes nothing.";
 
 #[derive(Debug, Args)]
 pub struct TokensArgs {
@@ -54,6 +86,41 @@ pub struct TokensArgs {
     /// Print JSON instead of text
     #[arg(long)]
     json: bool,
+}
+
+/// When tool outputs become placeholders (shared by `evict` and `pack`).
+#[derive(Debug, Args)]
+pub struct TruncateArgs {
+    /// Replace old or long tool outputs by placeholders first (full outputs go to the store)
+    #[arg(long)]
+    truncate_tools: bool,
+
+    /// With --truncate-tools: outputs older than this many tool-calling steps are replaced
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 5,
+        requires = "truncate_tools"
+    )]
+    tool_steps: usize,
+
+    /// With --truncate-tools: outputs longer than this many tokens are replaced
+    #[arg(
+        long,
+        value_name = "M",
+        default_value_t = 2000,
+        requires = "truncate_tools"
+    )]
+    tool_max_tokens: usize,
+}
+
+impl TruncateArgs {
+    fn options(&self) -> Option<TruncateOptions> {
+        self.truncate_tools.then_some(TruncateOptions {
+            max_age_steps: self.tool_steps,
+            max_tokens: self.tool_max_tokens,
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -82,25 +149,48 @@ pub struct EvictArgs {
     #[arg(long, value_name = "M")]
     model: Option<String>,
 
-    /// Transcript format
-    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
-    format: FormatArg,
+    #[command(flatten)]
+    truncate: TruncateArgs,
 
-    /// Namespace for the evicted messages
-    #[arg(long, value_name = "NS", default_value = crate::record::DEFAULT_NAMESPACE)]
-    namespace: String,
+    #[command(flatten)]
+    common: TranscriptStoreArgs,
+}
 
-    /// Say what would be evicted; write nothing
-    #[arg(long)]
-    dry_run: bool,
+#[derive(Debug, Args)]
+pub struct PackArgs {
+    /// Transcript whose live context is packed (Claude Code, OpenClaw or generic JSONL; - for stdin)
+    #[arg(long, value_name = "FILE")]
+    transcript: PathBuf,
 
-    /// Seconds to wait for another writer [default: from config.toml, 30]
-    #[arg(long, value_name = "SECS")]
-    lock_timeout: Option<f64>,
+    /// Tokens the whole prompt may take
+    #[arg(long, value_name = "N")]
+    budget: usize,
 
-    /// Print one JSON report (kept messages, evicted ids, counts) instead of JSONL
-    #[arg(long)]
-    json: bool,
+    /// A system prompt to put first (never dropped)
+    #[arg(long, value_name = "FILE")]
+    system: Option<PathBuf>,
+
+    /// Agent instructions to put after the system prompt (CLAUDE.md, AGENTS.md, a skill); repeatable
+    #[arg(long, value_name = "FILE")]
+    instructions: Vec<PathBuf>,
+
+    /// User prompts (turns) that count as recent
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    recent_turns: u64,
+
+    /// Tool-calling steps whose calls and results count as recent (older ones are stale)
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    recent_tool_steps: usize,
+
+    /// Model whose tokenizer counts [default: the transcript's own model]
+    #[arg(long, value_name = "M")]
+    model: Option<String>,
+
+    #[command(flatten)]
+    truncate: TruncateArgs,
+
+    #[command(flatten)]
+    common: TranscriptStoreArgs,
 }
 
 fn read_transcript(path: &Path, format: FormatArg) -> anyhow::Result<Transcript> {
@@ -204,58 +294,106 @@ pub fn tokens(args: TokensArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn evict(root: &Path, args: EvictArgs) -> anyhow::Result<ExitCode> {
-    let t = read_transcript(&args.transcript, args.format)?;
-    let model = args
-        .model
-        .clone()
-        .or_else(|| transcript_model(&t).map(str::to_string));
+/// The tokenizer for `model`, else the transcript's own model, else the estimate.
+fn tokenizer_for(model: Option<&str>, t: &Transcript) -> (Tokenizer, Option<String>) {
+    let model = model
+        .map(str::to_string)
+        .or_else(|| transcript_model(t).map(str::to_string));
     let tokenizer = model
         .as_deref()
         .map(Tokenizer::for_model)
         .unwrap_or(Tokenizer::Estimate);
+    (tokenizer, model)
+}
+
+/// The store id of a message of `t`.
+fn record_id_in(t: &Transcript) -> impl Fn(&Message) -> String + '_ {
+    move |m: &Message| message_id(m.session_id.as_deref().unwrap_or(&t.session_id), m)
+}
+
+/// Writes the full versions of dropped and truncated messages (one commit)
+/// unless this is a dry run; this happens before anything is printed.
+fn store_full(
+    root: &Path,
+    t: &Transcript,
+    to_store: &[(String, Message)],
+    common: &TranscriptStoreArgs,
+) -> anyhow::Result<Option<AddReport>> {
+    if common.dry_run || to_store.is_empty() {
+        return Ok(None);
+    }
+    let view = Transcript {
+        messages: to_store.iter().map(|(_, m)| m.clone()).collect(),
+        ..t.clone()
+    };
+    let store = Store::open(root)?;
+    let records = transcript_records(&view, &common.namespace, &crate::now_rfc3339())?;
+    Ok(Some(store.add(
+        records,
+        None,
+        store.lock_timeout(common.lock_timeout),
+    )?))
+}
+
+/// Prints messages as JSONL (the generic transcript format).
+fn print_messages(messages: &[Message]) -> anyhow::Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for m in messages {
+        serde_json::to_writer(&mut out, m)?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn usage_error(e: EvictError) -> anyhow::Error {
+    match e {
+        EvictError::Options(m) => anyhow::Error::new(Error::Usage(m)),
+        other => anyhow::Error::new(other),
+    }
+}
+
+pub fn evict(root: &Path, args: EvictArgs) -> anyhow::Result<ExitCode> {
+    let t = read_transcript(&args.transcript, args.common.format)?;
+    let (tokenizer, model) = tokenizer_for(args.model.as_deref(), &t);
+    let live = live_context(t.messages.clone());
     let options = EvictOptions {
         context_window: args.context_window,
         reserved_output: args.reserved_output,
         target: args.target,
         min_keep: args.min_keep,
     };
+    let truncate = args.truncate.options();
+    let record_id = record_id_in(&t);
     let started = std::time::Instant::now();
-    let eviction = rolling_evict(t.messages.clone(), &options, &|m| tokenizer.message(m)).map_err(
-        |e| match e {
-            crate::context::evict::EvictError::Options(m) => anyhow::Error::new(Error::Usage(m)),
-            other => anyhow::Error::new(other),
-        },
-    )?;
+    let rolled = roll_context(
+        live.messages,
+        &options,
+        truncate.as_ref(),
+        &|m| tokenizer.message(m),
+        &record_id,
+    )
+    .map_err(usage_error)?;
     let evict_seconds = started.elapsed().as_secs_f64();
-    // The evicted messages go to the store (one commit) before anything is printed.
-    let evicted_view = Transcript {
-        messages: eviction.evicted.clone(),
-        ..t.clone()
-    };
-    let ids: Vec<String> = eviction
-        .evicted
-        .iter()
-        .map(|m| message_id(m.session_id.as_deref().unwrap_or(&t.session_id), m))
-        .collect();
-    let mut stored = None;
-    if !args.dry_run && !eviction.evicted.is_empty() {
-        let store = Store::open(root)?;
-        let records = transcript_records(&evicted_view, &args.namespace, &crate::now_rfc3339())?;
-        stored = Some(store.add(records, None, store.lock_timeout(args.lock_timeout))?);
-    }
-    if args.json {
+    let stored = store_full(root, &t, &rolled.to_store, &args.common)?;
+    let eviction = &rolled.eviction;
+    if args.common.json {
+        let ids: Vec<String> = eviction.evicted.iter().map(&record_id).collect();
         output::print_json(&json!({
-            "dry_run": args.dry_run,
+            "dry_run": args.common.dry_run,
             "tokenizer": tokenizer.as_str(),
             "model": model,
             "messages_before": t.messages.len(),
+            "compacted_messages": live.compacted,
+            "live_messages": t.messages.len() - live.compacted,
             "kept_count": eviction.kept.len(),
             "evicted_count": eviction.evicted.len(),
-            "tokens_before": eviction.tokens_before,
+            "tokens_before": rolled.truncation.as_ref().map_or(eviction.tokens_before, |s| s.tokens_before),
             "tokens_after": eviction.tokens_after,
             "tokens_evicted": eviction.tokens_evicted,
             "tokens_saved": eviction.tokens_before - eviction.tokens_after,
+            "truncation": rolled.truncation,
             "max_input": eviction.max_input,
             "target_tokens": eviction.target_tokens,
             "target_met": eviction.target_met,
@@ -269,23 +407,121 @@ pub fn evict(root: &Path, args: EvictArgs) -> anyhow::Result<ExitCode> {
         }))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    for m in &eviction.kept {
-        serde_json::to_writer(&mut out, m)?;
-        out.write_all(b"\n")?;
-    }
-    out.flush()?;
+    print_messages(&eviction.kept)?;
     if std::io::stderr().is_terminal() {
+        let truncated = match &rolled.truncation {
+            Some(s) => format!(
+                "; {} tool outputs truncated ({} -> {} tokens)",
+                s.outputs_truncated, s.tokens_before, s.tokens_after
+            ),
+            None => String::new(),
+        };
         eprintln!(
-            "{} of {} messages evicted ({} tokens; {} -> {} of a {}-token budget){}",
+            "{} of {} live messages evicted ({} tokens; {} -> {} of a {}-token budget){truncated}{}{}",
             eviction.evicted.len(),
-            t.messages.len(),
+            t.messages.len() - live.compacted,
             eviction.tokens_evicted,
             eviction.tokens_before,
             eviction.tokens_after,
             eviction.max_input,
-            if args.dry_run {
+            if live.compacted > 0 {
+                format!("; {} messages before the last compaction skipped", live.compacted)
+            } else {
+                String::new()
+            },
+            if args.common.dry_run {
+                "; nothing written (--dry-run)"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The system prompt and instruction files as the first messages of a prompt.
+fn preamble(args: &PackArgs, session: &str) -> anyhow::Result<Vec<Message>> {
+    let read = |path: &Path| {
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+    };
+    let mut out = Vec::new();
+    if let Some(path) = &args.system {
+        let mut m = Message::new(Role::System, vec![Block::Text { text: read(path)? }]);
+        m.uuid = Some("system-prompt".into());
+        m.session_id = Some(session.to_string());
+        out.push(m);
+    }
+    for path in &args.instructions {
+        let mut m = Message::new(Role::User, vec![Block::Text { text: read(path)? }]);
+        m.is_meta = true;
+        m.uuid = Some(format!("instructions:{}", path.display()));
+        m.session_id = Some(session.to_string());
+        out.push(m);
+    }
+    Ok(out)
+}
+
+pub fn pack(root: &Path, args: PackArgs) -> anyhow::Result<ExitCode> {
+    let t = read_transcript(&args.transcript, args.common.format)?;
+    let (tokenizer, model) = tokenizer_for(args.model.as_deref(), &t);
+    let cost = |m: &Message| tokenizer.message(m);
+    let live = live_context(t.messages.clone());
+    let mut messages = preamble(&args, &t.session_id)?;
+    messages.extend(live.messages);
+    let record_id = record_id_in(&t);
+    let started = std::time::Instant::now();
+    let (messages, truncation, originals) = match args.truncate.options() {
+        Some(options) => {
+            let tr = truncate_with_cost(messages, &options, &cost, &record_id);
+            let summary = TruncationSummary::of(&tr);
+            (tr.messages, Some(summary), tr.originals)
+        }
+        None => (messages, None, Vec::new()),
+    };
+    let options = PriorityOptions {
+        recent_turns: args.recent_turns,
+        recent_tool_steps: args.recent_tool_steps,
+    };
+    let packed = pack_prompt(messages, args.budget, &options, &cost)?;
+    let pack_seconds = started.elapsed().as_secs_f64();
+    let dropped: Vec<Message> = packed.dropped.iter().map(|(_, m)| m.clone()).collect();
+    let to_store = full_versions(&dropped, &packed.kept, originals, &record_id);
+    let stored = store_full(root, &t, &to_store, &args.common)?;
+    let mut by_priority: BTreeMap<&str, usize> = BTreeMap::new();
+    for (p, _) in &packed.dropped {
+        *by_priority.entry(p.as_str()).or_default() += 1;
+    }
+    if args.common.json {
+        let ids: Vec<String> = dropped.iter().map(&record_id).collect();
+        output::print_json(&json!({
+            "dry_run": args.common.dry_run,
+            "tokenizer": tokenizer.as_str(),
+            "model": model,
+            "budget": args.budget,
+            "compacted_messages": live.compacted,
+            "kept_count": packed.kept.len(),
+            "dropped_count": packed.dropped.len(),
+            "dropped_by_priority": by_priority,
+            "tokens_before": truncation.as_ref().map_or(packed.tokens_before, |s| s.tokens_before),
+            "tokens_after": packed.tokens_after,
+            "truncation": truncation,
+            "note": packed.note,
+            "dropped_ids": ids,
+            "stored": stored,
+            "pack_seconds": pack_seconds,
+            "kept": packed.kept,
+        }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    print_messages(&packed.kept)?;
+    if std::io::stderr().is_terminal() {
+        eprintln!(
+            "{} messages dropped ({by_priority:?}); {} -> {} tokens of a {}-token budget{}",
+            packed.dropped.len(),
+            packed.tokens_before,
+            packed.tokens_after,
+            args.budget,
+            if args.common.dry_run {
                 "; nothing written (--dry-run)"
             } else {
                 ""

@@ -47,19 +47,38 @@ impl FormatArg {
     }
 }
 
+/// Flags every command that reads a transcript and writes to the store shares.
+#[derive(Debug, Args)]
+pub struct TranscriptStoreArgs {
+    /// Transcript format
+    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+    pub format: FormatArg,
+
+    /// Namespace for the stored messages (a project or workspace)
+    #[arg(long, value_name = "NS", default_value = crate::record::DEFAULT_NAMESPACE)]
+    pub namespace: String,
+
+    /// Read and report only; write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Seconds to wait for another writer [default: from config.toml, 30]
+    #[arg(long, value_name = "SECS")]
+    pub lock_timeout: Option<f64>,
+
+    /// Print one JSON report instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct IngestArgs {
     /// Transcript files (.jsonl, .jsonl.gz, .json) or folders of them
     #[arg(required = true, value_name = "TRANSCRIPT")]
     paths: Vec<PathBuf>,
 
-    /// Transcript format
-    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
-    format: FormatArg,
-
-    /// Namespace for the messages (a project or workspace)
-    #[arg(long, value_name = "NS", default_value = crate::record::DEFAULT_NAMESPACE)]
-    namespace: String,
+    #[command(flatten)]
+    common: TranscriptStoreArgs,
 
     /// Embed now, or later (`knowledge-db embed` adds the vectors)
     /// [default: `embedding.on_add` in config.toml, else now]
@@ -69,31 +88,20 @@ pub struct IngestArgs {
     /// Read every file from the start, ignoring the saved read positions
     #[arg(long)]
     full: bool,
-
-    /// Read and count only; write nothing (needs no store)
-    #[arg(long)]
-    dry_run: bool,
-
-    /// Seconds to wait for another writer [default: from config.toml, 30]
-    #[arg(long, value_name = "SECS")]
-    lock_timeout: Option<f64>,
-
-    /// Print JSON instead of text
-    #[arg(long)]
-    json: bool,
 }
 
 pub fn run(root: &std::path::Path, args: IngestArgs) -> anyhow::Result<ExitCode> {
+    let common = &args.common;
     let files = find_files(&args.paths)?;
-    let store = if args.dry_run {
+    let store = if common.dry_run {
         None
     } else {
         Some(Store::open(root)?)
     };
     let options = IngestOptions {
-        format: args.format.format(),
-        namespace: args.namespace.clone(),
-        dry_run: args.dry_run,
+        format: common.format.format(),
+        namespace: common.namespace.clone(),
+        dry_run: common.dry_run,
         full: args.full,
     };
     let mut embedder = match (&store, args.embed) {
@@ -117,7 +125,7 @@ pub fn run(root: &std::path::Path, args: IngestArgs) -> anyhow::Result<ExitCode>
     };
     let lock_timeout = store
         .as_ref()
-        .map(|s| s.lock_timeout(args.lock_timeout))
+        .map(|s| s.lock_timeout(common.lock_timeout))
         .unwrap_or_default();
     let bar = output::progress_bar();
     bar.set_message("reading transcripts");
@@ -133,7 +141,7 @@ pub fn run(root: &std::path::Path, args: IngestArgs) -> anyhow::Result<ExitCode>
         },
     )?;
     bar.finish_and_clear();
-    if args.json {
+    if common.json {
         output::print_json(&report)?;
     } else {
         print_report(&report);
@@ -157,8 +165,20 @@ fn print_report(r: &IngestReport) {
     );
     match &r.store {
         Some(s) => println!(
-            "stored: {} added, {} updated, {} unchanged ({} without vector) in {:.2}s",
-            s.added, s.updated, s.unchanged, s.without_vector, r.seconds
+            "stored: {} added, {} updated, {} unchanged ({} without vector){} in {:.2}s",
+            s.added,
+            s.updated,
+            s.unchanged,
+            s.without_vector,
+            if r.superseded > 0 {
+                format!(
+                    "; {} left to a more complete copy of the same session",
+                    r.superseded
+                )
+            } else {
+                String::new()
+            },
+            r.seconds
         ),
         None => println!("nothing written (--dry-run)"),
     }

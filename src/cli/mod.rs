@@ -176,6 +176,11 @@ enum Command {
     /// the rest fit the budget; print the kept messages and one eviction note.
     #[command(after_help = context::EVICT_HELP)]
     Evict(context::EvictArgs),
+
+    /// Fit a whole prompt (system, instructions, transcript) into a token budget
+    /// by priority; store what is dropped, print the rest and one note.
+    #[command(after_help = context::PACK_HELP)]
+    Pack(context::PackArgs),
     /// Serve the store to agents over MCP (stdio): memory_search, memory_get,
     /// memory_add, memory_stats.
     #[command(after_help = mcp::AFTER_HELP)]
@@ -545,6 +550,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Ingest(args) => ingest::run(&root, args),
         Command::Tokens(args) => context::tokens(args),
         Command::Evict(args) => context::evict(&root, args),
+        Command::Pack(args) => context::pack(&root, args),
         Command::Mcp(args) => mcp::run(&root, args),
         Command::Qmd(command) => qmd::run(&root, command),
         Command::Hook(command) => hook::run(&root, command),

@@ -94,6 +94,22 @@ pub fn rolling_evict(
     options: &EvictOptions,
     cost: &dyn Fn(&Message) -> usize,
 ) -> Result<Eviction, EvictError> {
+    evict_with_note_suffix(messages, options, cost, "")
+}
+
+/// [`rolling_evict`] whose note carries `suffix` (more news of the same roll)
+/// before its closing bracket; the budget accounts for it.
+pub fn evict_with_note_suffix(
+    messages: Vec<Message>,
+    options: &EvictOptions,
+    cost: &dyn Fn(&Message) -> usize,
+    suffix: &str,
+) -> Result<Eviction, EvictError> {
+    let note_text = |count, tokens, first: &str, last: &str| {
+        let mut note = eviction_note(count, tokens, first, last);
+        note.insert_str(note.len() - 1, suffix);
+        note
+    };
     let max_input = max_input(options)?;
     let target_tokens = (options.target * max_input as f64).floor() as usize;
     let messages: Vec<Message> = messages.into_iter().filter(|m| !is_note(m)).collect();
@@ -104,7 +120,7 @@ pub fn rolling_evict(
         .take_while(|m| m.role == Role::System && !m.is_compact_boundary)
         .count();
     let groups = atomic_groups(&messages, pinned);
-    let note_reserve = cost(&note_message(eviction_note(
+    let note_reserve = cost(&note_message(note_text(
         9_999_999,
         999_999_999,
         "2026-01-01T00:00:00.000000000+00:00",
@@ -152,7 +168,7 @@ pub fn rolling_evict(
     let system = rest;
     let first = position(&evicted[0]);
     let last = position(&evicted[evicted.len() - 1]);
-    let note = eviction_note(evicted.len(), evicted_tokens, &first, &last);
+    let note = note_text(evicted.len(), evicted_tokens, &first, &last);
     let note_message = note_message(note.clone());
     let after = total - evicted_tokens + cost(&note_message);
     if after > max_input {
@@ -202,12 +218,14 @@ fn overflow(options: &EvictOptions, max_input: usize, needed: usize, kept: usize
     }
 }
 
-fn is_note(m: &Message) -> bool {
+/// Whether `m` is a note of an earlier roll (it is replaced, not kept).
+pub fn is_note(m: &Message) -> bool {
     m.role == Role::System
         && matches!(m.content.as_slice(), [Block::Text { text }] if text.starts_with(NOTE_PREFIX))
 }
 
-fn note_message(note: String) -> Message {
+/// A note as the system message that carries it.
+pub fn note_message(note: String) -> Message {
     Message::new(Role::System, vec![Block::Text { text: note }])
 }
 
@@ -292,17 +310,30 @@ mod tests {
         assert_eq!(atomic_groups(&m, 1), vec![(1, 1), (2, 4), (5, 5)]);
     }
 
+    /// `n` one-line user messages.
+    fn prompts(n: usize) -> Vec<Message> {
+        (0..n).map(|i| text(Role::User, &format!("m{i}"))).collect()
+    }
+
+    fn options(
+        context_window: usize,
+        reserved_output: usize,
+        target: f64,
+        min_keep: usize,
+    ) -> EvictOptions {
+        EvictOptions {
+            context_window,
+            reserved_output,
+            target,
+            min_keep,
+        }
+    }
+
     #[test]
     fn evicts_oldest_and_writes_a_note() {
         let mut m = vec![text(Role::System, "sys")];
-        m.extend((0..20).map(|i| text(Role::User, &format!("m{i}"))));
-        let options = EvictOptions {
-            context_window: 1000,
-            reserved_output: 0,
-            target: 0.5,
-            min_keep: 3,
-        };
-        let e = rolling_evict(m, &options, &|_| 40).unwrap();
+        m.extend(prompts(20));
+        let e = rolling_evict(m, &options(1000, 0, 0.5, 3), &|_| 40).unwrap();
         assert!(e.tokens_after <= 500, "{}", e.tokens_after);
         assert_eq!(e.kept[0].text(), "sys");
         assert!(e.kept[1].text().starts_with(NOTE_PREFIX));
@@ -312,14 +343,7 @@ mod tests {
 
     #[test]
     fn overflow_names_the_numbers() {
-        let m: Vec<Message> = (0..5).map(|i| text(Role::User, &format!("m{i}"))).collect();
-        let options = EvictOptions {
-            context_window: 100,
-            reserved_output: 20,
-            target: 0.8,
-            min_keep: 5,
-        };
-        let err = rolling_evict(m, &options, &|_| 30).unwrap_err();
+        let err = rolling_evict(prompts(5), &options(100, 20, 0.8, 5), &|_| 30).unwrap_err();
         assert!(matches!(
             err,
             EvictError::Overflow {

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
-use super::evict::atomic_groups;
+use super::evict::{atomic_groups, is_note, note_message, NOTE_PREFIX};
 use crate::transcript::{Block, Message, Role};
 
 /// How much a message matters, most important first.
@@ -20,13 +20,14 @@ pub enum Priority {
     System,
     /// Harness-injected instructions (CLAUDE.md, AGENTS.md, skills, reminders).
     Instructions,
-    /// The latest user prompt and everything after it.
+    /// The latest user prompt.
     CurrentTask,
     /// Tool calls and results about files edited in the recent turns.
     ActiveFiles,
     RecentTurns,
     OldHistory,
-    /// Tool results from before the recent turns.
+    /// Tool calls and results from before the recent turns, or more than
+    /// `recent_tool_steps` tool-calling steps old.
     StaleToolOutput,
 }
 
@@ -35,11 +36,17 @@ pub enum Priority {
 pub struct PriorityOptions {
     /// Turns (user prompts) that count as recent.
     pub recent_turns: u64,
+    /// Tool-calling steps whose calls and results count as recent, even within
+    /// the current turn (an agent may run hundreds of tools for one prompt).
+    pub recent_tool_steps: usize,
 }
 
 impl Default for PriorityOptions {
     fn default() -> Self {
-        PriorityOptions { recent_turns: 3 }
+        PriorityOptions {
+            recent_turns: 3,
+            recent_tool_steps: 5,
+        }
     }
 }
 
@@ -64,6 +71,8 @@ pub fn classify(messages: &[Message], options: &PriorityOptions) -> Vec<Priority
         .flat_map(Message::files)
         .collect();
     let call_files = call_files_by_id(messages);
+    let (step_of, steps) = tool_steps(messages);
+    let recent_step = steps.saturating_sub(options.recent_tool_steps);
     messages
         .iter()
         .enumerate()
@@ -74,7 +83,7 @@ pub fn classify(messages: &[Message], options: &PriorityOptions) -> Vec<Priority
             if m.is_meta && m.role != Role::Tool {
                 return Priority::Instructions;
             }
-            if current.is_some_and(|c| i >= c) {
+            if current == Some(i) {
                 return Priority::CurrentTask;
             }
             let mut files = m.files();
@@ -87,15 +96,32 @@ pub fn classify(messages: &[Message], options: &PriorityOptions) -> Vec<Priority
             if touches_active {
                 return Priority::ActiveFiles;
             }
-            if m.turn_index >= recent_turn {
-                Priority::RecentTurns
-            } else if m.role == Role::Tool || only_tool_calls(m) {
+            let tool = m.role == Role::Tool || only_tool_calls(m);
+            if tool && (m.turn_index < recent_turn || step_of[i] <= recent_step) {
                 Priority::StaleToolOutput
+            } else if m.turn_index >= recent_turn {
+                Priority::RecentTurns
             } else {
                 Priority::OldHistory
             }
         })
         .collect()
+}
+
+/// The tool-calling step of each message (how many messages calling tools came
+/// before it, itself included) and the number of steps.
+pub fn tool_steps(messages: &[Message]) -> (Vec<usize>, usize) {
+    let mut steps = 0;
+    let step_of = messages
+        .iter()
+        .map(|m| {
+            if m.role == Role::Assistant && m.tool_use_ids().next().is_some() {
+                steps += 1;
+            }
+            steps
+        })
+        .collect();
+    (step_of, steps)
 }
 
 /// An assistant message that only calls tools (no words of its own).
@@ -208,6 +234,121 @@ pub fn trim_by_priority(
         tokens_before: total,
         tokens_after: used,
     })
+}
+
+/// A prompt packed into a budget: trimmed by priority, with a note where
+/// messages were dropped.
+#[derive(Debug, Clone, Serialize)]
+pub struct Packed {
+    /// The system prompt, the note (when something was dropped), the rest in order.
+    pub kept: Vec<Message>,
+    pub dropped: Vec<(Priority, Message)>,
+    pub note: Option<String>,
+    pub tokens_before: usize,
+    /// Tokens of `kept`, the note included; never above the budget.
+    pub tokens_after: usize,
+}
+
+/// The note that stands where `dropped` messages were taken out of a prompt.
+pub fn trim_note(dropped: &[(Priority, Message)], tokens: usize) -> String {
+    let mut by_priority: Vec<(Priority, usize)> = Vec::new();
+    for (p, _) in dropped {
+        match by_priority.iter_mut().find(|(q, _)| q == p) {
+            Some((_, n)) => *n += 1,
+            None => by_priority.push((*p, 1)),
+        }
+    }
+    by_priority.sort();
+    note_text(dropped.len(), tokens, &by_priority)
+}
+
+fn note_text(count: usize, tokens: usize, by_priority: &[(Priority, usize)]) -> String {
+    let parts: Vec<String> = by_priority
+        .iter()
+        .map(|(p, n)| format!("{n} {}", p.as_str()))
+        .collect();
+    format!(
+        "{NOTE_PREFIX} {count} messages dropped by priority ({tokens} tokens: {}). Full transcript searchable via memory_search.]",
+        parts.join(", ")
+    )
+}
+
+/// Trims `messages` by priority so that they and the note about what was
+/// dropped fit `budget`; earlier notes are replaced.
+pub fn pack_prompt(
+    messages: Vec<Message>,
+    budget: usize,
+    options: &PriorityOptions,
+    cost: &dyn Fn(&Message) -> usize,
+) -> Result<Packed, TrimOverflow> {
+    let messages: Vec<Message> = messages.into_iter().filter(|m| !is_note(m)).collect();
+    let total: usize = messages.iter().map(cost).sum();
+    if total <= budget {
+        return Ok(Packed {
+            kept: messages,
+            dropped: Vec::new(),
+            note: None,
+            tokens_before: total,
+            tokens_after: total,
+        });
+    }
+    // Room for the longest note this trim can write.
+    let every: Vec<(Priority, usize)> = [
+        Priority::Instructions,
+        Priority::CurrentTask,
+        Priority::ActiveFiles,
+        Priority::RecentTurns,
+        Priority::OldHistory,
+        Priority::StaleToolOutput,
+    ]
+    .into_iter()
+    .map(|p| (p, 9_999_999))
+    .collect();
+    let reserve = cost(&note_message(note_text(9_999_999, 999_999_999, &every)));
+    let trimmed = trim_by_priority(messages, budget.saturating_sub(reserve), options, cost)
+        .map_err(|e| TrimOverflow {
+            needed: e.needed + reserve,
+            budget,
+        })?;
+    if trimmed.tokens_after + reserve > budget {
+        // The budget cannot even hold the note.
+        return Err(TrimOverflow {
+            needed: trimmed.tokens_after + reserve,
+            budget,
+        });
+    }
+    let dropped_tokens: usize = trimmed.dropped.iter().map(|(_, m)| cost(m)).sum();
+    let note = trim_note(&trimmed.dropped, dropped_tokens);
+    let note_message = note_message(note.clone());
+    let tokens_after = trimmed.tokens_after + cost(&note_message);
+    let pinned = trimmed
+        .kept
+        .iter()
+        .take_while(|m| m.role == Role::System && !m.is_compact_boundary)
+        .count();
+    let mut kept = trimmed.kept;
+    kept.insert(pinned, note_message);
+    Ok(Packed {
+        kept,
+        dropped: trimmed.dropped,
+        note: Some(note),
+        tokens_before: total,
+        tokens_after,
+    })
+}
+
+impl Priority {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Priority::System => "system",
+            Priority::Instructions => "instructions",
+            Priority::CurrentTask => "current task",
+            Priority::ActiveFiles => "active files",
+            Priority::RecentTurns => "recent turns",
+            Priority::OldHistory => "old history",
+            Priority::StaleToolOutput => "stale tool output",
+        }
+    }
 }
 
 #[cfg(test)]

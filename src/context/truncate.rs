@@ -52,15 +52,7 @@ pub fn truncate_tool_outputs(
     record_id: &dyn Fn(&Message) -> String,
 ) -> Truncation {
     let calls = calls_by_id(&messages);
-    // Step number of each message: how many tool-calling messages come before it.
-    let mut step_of = Vec::with_capacity(messages.len());
-    let mut steps = 0usize;
-    for m in &messages {
-        if m.role == Role::Assistant && m.tool_use_ids().next().is_some() {
-            steps += 1;
-        }
-        step_of.push(steps);
-    }
+    let (step_of, steps) = super::priority::tool_steps(&messages);
     let recent_from = steps.saturating_sub(options.max_age_steps);
     let recent_files: HashSet<String> = messages
         .iter()

@@ -66,6 +66,7 @@ fn flag(value: &Value, key: &str) -> bool {
 }
 
 fn message_line(value: &Value, assistant: bool, out: &mut Builder) {
+    out.saw_cwd(str_of(value, "cwd"));
     let Some(api) = value.get("message").filter(|m| m.is_object()) else {
         out.skipped.not_message(if assistant {
             "assistant (no message)"

@@ -52,8 +52,16 @@ fn message_of(value: &Value) -> Option<Message> {
         .unwrap_or_else(|| Message::new(role, Vec::new()));
     m.role = role;
     m.content = blocks;
-    m.uuid = m.uuid.or_else(|| id_of(value));
-    m.session_id = m.session_id.or_else(|| str_of(value, "sessionId"));
+    // The fields are read one by one too: a line whose content is a plain
+    // string is not a whole neutral message, but still names its id and session.
+    m.uuid = m
+        .uuid
+        .or_else(|| str_of(value, "uuid"))
+        .or_else(|| id_of(value));
+    m.session_id = m
+        .session_id
+        .or_else(|| str_of(value, "session_id"))
+        .or_else(|| str_of(value, "sessionId"));
     m.timestamp = m.timestamp.or_else(|| time_of(value));
     Some(m)
 }

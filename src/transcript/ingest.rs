@@ -184,8 +184,82 @@ pub struct IngestReport {
     /// Parse throughput over the (decompressed) bytes read.
     pub parse_mb_per_s: f64,
     pub store: Option<AddReport>,
+    /// Messages not written because a more complete file holds the same message
+    /// (a session copied into two files): the copy from the larger file wins.
+    pub superseded: usize,
     pub seconds: f64,
     pub dry_run: bool,
+}
+
+/// How complete a transcript file is taken to be: its size on disk, then its
+/// path (so ties break the same way every time). A file that cannot be read
+/// ranks lowest.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct FileRank(Option<(u64, String)>);
+
+impl FileRank {
+    fn of(path: &str) -> FileRank {
+        FileRank(
+            std::fs::metadata(path)
+                .ok()
+                .map(|m| (m.len(), path.to_string())),
+        )
+    }
+}
+
+/// The file a stored or new message record came from.
+fn origin_path(record: &Record) -> Option<&str> {
+    record.source.get("origin")?.get("path")?.as_str()
+}
+
+/// One record per id, from the most complete file that holds it.
+///
+/// The same session can sit in two files (a checkpoint copy repeats the first
+/// lines of a later one), so the same message id comes from both. Keeping the
+/// copy from the larger file, here and against what the store already holds,
+/// makes ingest stable: reading the same folder again changes nothing, whatever
+/// part of each file a resumed read covers. Returns the records to write and how
+/// many were left out.
+fn most_complete_copies(
+    store: &Store,
+    records: Vec<(FileRank, Record)>,
+) -> Result<(Vec<Record>, usize)> {
+    let total = records.len();
+    let mut best: Vec<(FileRank, Record)> = Vec::with_capacity(total);
+    let mut position: std::collections::HashMap<String, usize> =
+        std::collections::HashMap::with_capacity(total);
+    for (rank, record) in records {
+        match position.get(&record.id) {
+            Some(&i) if best[i].0 > rank => {}
+            Some(&i) => best[i] = (rank, record),
+            None => {
+                position.insert(record.id.clone(), best.len());
+                best.push((rank, record));
+            }
+        }
+    }
+    let searcher = store.reader()?.searcher();
+    let lookup = crate::store::IdLookup::new(&searcher, store.fields())?;
+    let mut ranks: std::collections::HashMap<String, FileRank> = std::collections::HashMap::new();
+    let mut kept = Vec::with_capacity(best.len());
+    for (rank, record) in best {
+        if let Some(address) = lookup.find(&record.id)? {
+            let doc: tantivy::TantivyDocument = searcher.doc(address)?;
+            let stored = store.fields().record(&doc)?;
+            let stored_path = origin_path(&stored).unwrap_or_default();
+            if Some(stored_path) != origin_path(&record) {
+                let stored_rank = ranks
+                    .entry(stored_path.to_string())
+                    .or_insert_with(|| FileRank::of(stored_path));
+                if *stored_rank > rank {
+                    continue;
+                }
+            }
+        }
+        kept.push(record);
+    }
+    let superseded = total - kept.len();
+    Ok((kept, superseded))
 }
 
 /// Reads `files`, stores their messages in one commit, then saves the read positions.
@@ -204,7 +278,7 @@ pub fn ingest(
         ..IngestReport::default()
     };
     let added_at = crate::now_rfc3339();
-    let mut records = Vec::new();
+    let mut records: Vec<(FileRank, Record)> = Vec::new();
     let mut states = Vec::new();
     let mut parse_time = Duration::ZERO;
     for (i, path) in files.iter().enumerate() {
@@ -218,11 +292,12 @@ pub fn ingest(
         let transcript = read_slice(path, &bytes, options.format, from)?;
         parse_time += t.elapsed();
         if store.is_some() && !options.dry_run {
-            records.extend(transcript_records(
-                &transcript,
-                &options.namespace,
-                &added_at,
-            )?);
+            let rank = FileRank::of(&path.display().to_string());
+            records.extend(
+                transcript_records(&transcript, &options.namespace, &added_at)?
+                    .into_iter()
+                    .map(|r| (rank.clone(), r)),
+            );
             states.push(next_state(&transcript, &bytes));
         }
         report.add_file(&transcript);
@@ -231,6 +306,8 @@ pub fn ingest(
     report.parse_seconds = parse_time.as_secs_f64();
     report.parse_mb_per_s = report.bytes_read as f64 / 1e6 / report.parse_seconds.max(1e-9);
     if let Some(store) = store.filter(|_| !options.dry_run) {
+        let (records, superseded) = most_complete_copies(store, records)?;
+        report.superseded = superseded;
         report.store = Some(store.add(records, embedder, lock_timeout)?);
         for state in &states {
             save_state(store, state)?;
@@ -289,19 +366,19 @@ fn resume_point(store: &Store, path: &Path, bytes: &[u8]) -> ReadFrom {
 }
 
 fn next_state(t: &Transcript, bytes: &[u8]) -> IngestState {
-    let (resume, prompts) = match t.messages.last() {
-        Some(last) if last.byte_offset < t.end_offset => {
-            let before = t.messages[..t.messages.len() - 1]
-                .iter()
-                .filter(|m| m.is_prompt())
-                .count() as u64;
-            (last.byte_offset, t.prompts_before + before)
-        }
-        _ => {
-            let all = t.messages.iter().filter(|m| m.is_prompt()).count() as u64;
-            (t.end_offset, t.prompts_before + all)
-        }
-    };
+    // The next read starts at the last message (it may still grow), or before an
+    // unterminated last line; the prompts before that point are counted so turn
+    // indices continue exactly where a whole read would have them.
+    let resume = t
+        .messages
+        .last()
+        .map_or(t.end_offset, |last| last.byte_offset.min(t.end_offset));
+    let before = t
+        .messages
+        .iter()
+        .filter(|m| m.byte_offset < resume && m.is_prompt())
+        .count() as u64;
+    let prompts = t.prompts_before + before;
     let resume = resume.min(bytes.len() as u64);
     IngestState {
         path: t.path.clone(),

@@ -403,6 +403,8 @@ pub struct Transcript {
     pub messages: Vec<Message>,
     /// Session titles (Claude Code `summary` lines, `custom-title`).
     pub titles: Vec<String>,
+    /// The working directory the session ran in, when the format says it.
+    pub cwd: Option<String>,
     pub skipped: Skipped,
     /// Lines read (from `start_offset`).
     pub lines: usize,
@@ -558,6 +560,7 @@ trait LineParser {
 pub struct Builder {
     messages: Vec<Message>,
     titles: Vec<String>,
+    cwd: Option<String>,
     skipped: Skipped,
     session_id: Option<String>,
     lines: usize,
@@ -571,12 +574,20 @@ impl Builder {
         Builder {
             messages: Vec::new(),
             titles: Vec::new(),
+            cwd: None,
             skipped: Skipped::default(),
             session_id: None,
             lines: 0,
             line: 0,
             offset: 0,
             prompts_before,
+        }
+    }
+
+    /// Notes the session's working directory (the first one given wins).
+    fn saw_cwd(&mut self, cwd: Option<String>) {
+        if self.cwd.is_none() {
+            self.cwd = cwd.filter(|c| !c.is_empty());
         }
     }
 
@@ -630,6 +641,7 @@ impl Builder {
             session_id,
             messages: self.messages,
             titles: self.titles,
+            cwd: self.cwd,
             skipped: self.skipped,
             lines: self.lines,
             total_bytes: total as u64,

@@ -33,6 +33,7 @@ impl LineParser for Parser {
             "session" => {
                 self.session_id = str_of(value, "id");
                 out.session_id.clone_from(&self.session_id);
+                out.saw_cwd(str_of(value, "cwd"));
             }
             "message" => self.message(value, out),
             "compaction" | "branch_summary" => {

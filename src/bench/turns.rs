@@ -1,31 +1,28 @@
-//! A small, forgiving reader of Claude Code session transcripts, just enough for
-//! the benchmark generator.
+//! Real transcripts folded into turns, for the benchmark generator.
 //!
-//! A transcript is a JSONL file (optionally gzipped) with one event per line. Only
-//! `user` and `assistant` lines matter here; every other line type, sidechain
-//! (subagent) lines and lines that are not JSON at all are skipped. The lines are
-//! folded into **turns**:
-//! - an assistant turn is one API response, which Claude Code writes as several
-//!   lines sharing `message.id` (one per content block);
-//! - a user turn is a prompt typed (or pasted) by the person;
-//! - a tool turn is a user line that only carries `tool_result` blocks; results
-//!   of parallel tool calls that follow each other are merged into one turn.
+//! The transcripts are read by the real readers of [`crate::transcript`] (every
+//! format they know, gzipped or not); this module folds their messages into
+//! **turns**, the unit the generator summarises:
+//! - an assistant turn is one API response (the reader already joins the lines
+//!   Claude Code writes for one response);
+//! - a user turn is a prompt typed (or pasted) by the person, or text the
+//!   harness injected;
+//! - a tool turn holds only tool results; results of parallel tool calls that
+//!   follow each other are merged into one turn.
 //!
-//! The same session can be spread over several files (a later checkpoint repeats
-//! the earlier lines), so lines are grouped by `sessionId` and de-duplicated by
-//! their `uuid`. Long texts are cut on the way in, so the whole corpus of turns
-//! stays small in memory.
+//! Sidechain (subagent) messages and compaction markers are left out. The same
+//! session can be spread over several files (a later checkpoint repeats the
+//! earlier lines), so messages are grouped by session id and de-duplicated by
+//! their uuid, keeping the most complete copy. Long texts are cut on the way in,
+//! so the whole corpus of turns stays small in memory.
 
-use std::collections::{HashMap, HashSet};
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::Path;
 
-use flate2::read::MultiGzDecoder;
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::gen::GenError;
+use crate::transcript::{self, Block, Message};
 
 /// Longest text block kept per turn, in characters.
 const MAX_TEXT_CHARS: usize = 8000;
@@ -144,221 +141,124 @@ pub struct Transcripts {
     pub lines: usize,
 }
 
-/// Reads every `*.jsonl` and `*.jsonl.gz` file under `dir` (recursively, sorted by
-/// path) into sessions.
+/// Reads every transcript under `dir` (recursively, sorted by path) into sessions.
 pub fn read_transcripts(dir: &Path) -> Result<Transcripts, GenError> {
-    let files = find_transcript_files(dir)?;
+    let files = transcript::find_files(&[dir.to_path_buf()])?;
     if files.is_empty() {
         return Err(GenError::NoTranscripts(dir.to_path_buf()));
     }
-    let mut collector = Collector::default();
+    let mut sessions: Vec<SessionMessages> = Vec::new();
+    let mut by_id: HashMap<String, usize> = HashMap::new();
     let mut lines = 0;
     for path in &files {
-        lines += read_one_file(path, &mut collector)?;
-    }
-    Ok(Transcripts {
-        sessions: collector.finish(),
-        lines,
-    })
-}
-
-/// Transcript files under `dir`, sorted by path so every run sees the same order.
-pub fn find_transcript_files(dir: &Path) -> Result<Vec<PathBuf>, GenError> {
-    let mut found = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(folder) = pending.pop() {
-        let entries = std::fs::read_dir(&folder).map_err(|e| GenError::read(&folder, e))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| GenError::read(&folder, e))?;
-            let path = entry.path();
-            let file_type = entry.file_type().map_err(|e| GenError::read(&path, e))?;
-            if file_type.is_dir() {
-                pending.push(path);
-            } else if is_transcript_name(&path) && path.is_file() {
-                found.push(path);
-            }
-        }
-    }
-    found.sort();
-    Ok(found)
-}
-
-fn is_transcript_name(path: &Path) -> bool {
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or_default();
-    name.ends_with(".jsonl") || name.ends_with(".jsonl.gz")
-}
-
-/// Reads one file line by line; returns the number of lines read.
-fn read_one_file(path: &Path, collector: &mut Collector) -> Result<usize, GenError> {
-    let file = File::open(path).map_err(|e| GenError::read(path, e))?;
-    let gzipped = path.extension().is_some_and(|e| e == "gz");
-    let reader: Box<dyn Read> = if gzipped {
-        Box::new(MultiGzDecoder::new(file))
-    } else {
-        Box::new(file)
-    };
-    let mut reader = BufReader::with_capacity(1 << 16, reader);
-    let fallback_session = session_name_from_path(path);
-    let mut buf = Vec::new();
-    let mut lines = 0;
-    loop {
-        buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| GenError::read(path, e))?;
-        if n == 0 {
-            break;
-        }
-        lines += 1;
-        // Not JSON, or JSON of an unexpected shape: skipped, as the format is not stable.
-        if let Ok(line) = serde_json::from_slice::<RawLine>(buf.trim_ascii()) {
-            collector.add(line, &fallback_session);
-        }
-    }
-    Ok(lines)
-}
-
-fn session_name_from_path(path: &Path) -> String {
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("session");
-    name.trim_end_matches(".gz")
-        .trim_end_matches(".jsonl")
-        .to_string()
-}
-
-// ---------------------------------------------------------------------------
-// The raw line shapes (only the fields used; everything else is ignored).
-
-#[derive(Deserialize)]
-struct RawLine {
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    #[serde(rename = "sessionId")]
-    session_id: Option<String>,
-    uuid: Option<String>,
-    timestamp: Option<String>,
-    #[serde(rename = "isSidechain")]
-    is_sidechain: Option<bool>,
-    cwd: Option<String>,
-    message: Option<RawMessage>,
-}
-
-#[derive(Deserialize)]
-struct RawMessage {
-    id: Option<String>,
-    content: Option<RawContent>,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum RawContent {
-    Text(String),
-    Blocks(Vec<RawBlock>),
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct RawBlock {
-    #[serde(rename = "type")]
-    kind: String,
-    text: Option<String>,
-    id: Option<String>,
-    name: Option<String>,
-    input: Option<Value>,
-    tool_use_id: Option<String>,
-    content: Option<Value>,
-    is_error: Option<bool>,
-}
-
-// ---------------------------------------------------------------------------
-// Folding lines into sessions and turns.
-
-#[derive(Default)]
-struct Collector {
-    sessions: Vec<SessionBuilder>,
-    by_id: HashMap<String, usize>,
-    seen_uuids: HashSet<String>,
-}
-
-impl Collector {
-    fn add(&mut self, line: RawLine, fallback_session: &str) {
-        let role = match line.kind.as_deref() {
-            Some("user") => Role::User,
-            Some("assistant") => Role::Assistant,
-            _ => return,
+        let bytes = transcript::read_bytes(path)?;
+        // A file in no format the readers know holds no turns; the folder may
+        // hold other JSON.
+        let Some(format) = transcript::detect_format(&bytes) else {
+            lines += bytes
+                .split(|b| *b == b'\n')
+                .filter(|l| !l.is_empty())
+                .count();
+            continue;
         };
-        if line.is_sidechain == Some(true) {
-            return;
-        }
-        if let Some(uuid) = &line.uuid {
-            if !self.seen_uuids.insert(uuid.clone()) {
-                return; // repeated by a later checkpoint of the same session
+        let t =
+            transcript::read_slice(path, &bytes, Some(format), transcript::ReadFrom::default())?;
+        lines += t.lines;
+        for message in t.messages {
+            if message.is_sidechain || message.role == transcript::Role::System {
+                continue;
             }
+            let session = message
+                .session_id
+                .clone()
+                .unwrap_or_else(|| t.session_id.clone());
+            let index = *by_id.entry(session.clone()).or_insert_with(|| {
+                sessions.push(SessionMessages {
+                    id: session,
+                    cwd: t.cwd.clone(),
+                    messages: Vec::new(),
+                    by_uuid: HashMap::new(),
+                });
+                sessions.len() - 1
+            });
+            sessions[index].add(message);
         }
-        let session_id = line
-            .session_id
-            .clone()
-            .unwrap_or_else(|| fallback_session.to_string());
-        let index = match self.by_id.get(&session_id) {
-            Some(&i) => i,
-            None => {
-                self.sessions.push(SessionBuilder::new(session_id.clone()));
-                self.by_id.insert(session_id, self.sessions.len() - 1);
-                self.sessions.len() - 1
-            }
-        };
-        self.sessions[index].add(role, line);
     }
-
-    fn finish(self) -> Vec<Session> {
-        self.sessions
-            .into_iter()
-            .enumerate()
-            .map(|(i, b)| b.finish(FALLBACK_EPOCH + i as i64 * 3600))
-            .filter(|s| !s.turns.is_empty())
-            .collect()
-    }
+    let sessions = sessions
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| s.into_session(FALLBACK_EPOCH + i as i64 * 3600))
+        .filter(|s| !s.turns.is_empty())
+        .collect();
+    Ok(Transcripts { sessions, lines })
 }
 
-struct SessionBuilder {
+/// One session's messages, each once.
+struct SessionMessages {
     id: String,
     cwd: Option<String>,
+    messages: Vec<Message>,
+    by_uuid: HashMap<String, usize>,
+}
+
+impl SessionMessages {
+    /// Adds a message; a repeat of one already seen (a later checkpoint of the
+    /// same session) replaces it only when it holds more (a response cut short
+    /// at the end of the earlier file).
+    fn add(&mut self, message: Message) {
+        let Some(uuid) = message.uuid.clone() else {
+            self.messages.push(message);
+            return;
+        };
+        match self.by_uuid.get(&uuid) {
+            Some(&i) => {
+                if message.content.len() > self.messages[i].content.len() {
+                    self.messages[i] = message;
+                }
+            }
+            None => {
+                self.by_uuid.insert(uuid, self.messages.len());
+                self.messages.push(message);
+            }
+        }
+    }
+
+    fn into_session(self, fallback: i64) -> Session {
+        let mut builder = SessionBuilder {
+            cwd: self.cwd,
+            turns: Vec::new(),
+            tools_by_id: HashMap::new(),
+            last_timestamp: None,
+        };
+        for message in &self.messages {
+            builder.add(message);
+        }
+        builder.finish(self.id, fallback)
+    }
+}
+
+/// Folds messages into turns.
+struct SessionBuilder {
+    cwd: Option<String>,
     turns: Vec<Turn>,
-    /// `message.id` of the last turn when it is an assistant turn.
-    last_message_id: Option<String>,
-    /// tool_use id → (tool name, file) so results can be labelled.
     tools_by_id: HashMap<String, (String, Option<String>)>,
     last_timestamp: Option<i64>,
 }
 
 impl SessionBuilder {
-    fn new(id: String) -> Self {
-        SessionBuilder {
-            id,
-            cwd: None,
-            turns: Vec::new(),
-            last_message_id: None,
-            tools_by_id: HashMap::new(),
-            last_timestamp: None,
-        }
-    }
-
-    fn add(&mut self, role: Role, line: RawLine) {
-        if self.cwd.is_none() {
-            self.cwd = line.cwd.filter(|c| !c.is_empty());
-        }
-        let timestamp = line
+    fn add(&mut self, message: &Message) {
+        let role = match message.role {
+            transcript::Role::Assistant => Role::Assistant,
+            transcript::Role::Tool => Role::Tool,
+            transcript::Role::User => Role::User,
+            transcript::Role::System => return,
+        };
+        let timestamp = message
             .timestamp
             .as_deref()
             .and_then(parse_rfc3339)
             .or(self.last_timestamp);
         self.last_timestamp = timestamp;
-        let Some(message) = line.message else { return };
         let mut turn = Turn {
             role,
             text: String::new(),
@@ -367,88 +267,71 @@ impl SessionBuilder {
             timestamp: timestamp.unwrap_or(i64::MIN),
             source_chars: 0,
         };
-        match message.content {
-            Some(RawContent::Text(text)) => {
-                turn.source_chars += text.len();
-                push_text(&mut turn.text, &text);
-            }
-            Some(RawContent::Blocks(blocks)) => {
-                for block in blocks {
-                    self.add_block(&mut turn, block);
-                }
-            }
-            None => {}
+        for block in &message.content {
+            self.add_block(&mut turn, block);
         }
-        if role == Role::User && turn.text.trim().is_empty() && !turn.results.is_empty() {
+        if turn.role == Role::User && turn.text.trim().is_empty() && !turn.results.is_empty() {
             turn.role = Role::Tool;
         }
         if !turn.has_content() {
             return;
         }
-        self.push_or_merge(turn, message.id);
+        self.push_or_merge(turn);
     }
 
-    fn add_block(&mut self, turn: &mut Turn, block: RawBlock) {
-        match block.kind.as_str() {
-            "text" => {
-                let text = block.text.unwrap_or_default();
+    fn add_block(&mut self, turn: &mut Turn, block: &Block) {
+        match block {
+            Block::Text { text } => {
                 turn.source_chars += text.len();
-                push_text(&mut turn.text, &text);
+                push_text(&mut turn.text, text);
             }
-            "tool_use" => {
-                let name = block.name.unwrap_or_else(|| "tool".to_string());
-                let input = block.input.unwrap_or(Value::Null);
-                turn.source_chars += name.len() + value_chars(&input);
-                let call = tool_call(&name, &input, self.cwd.as_deref());
-                if let Some(id) = block.id {
-                    self.tools_by_id
-                        .insert(id, (call.name.clone(), call.file.clone()));
-                }
+            Block::ToolUse { id, name, input } => {
+                turn.source_chars += name.len() + value_chars(input);
+                let call = tool_call(name, input, self.cwd.as_deref());
+                self.tools_by_id
+                    .insert(id.clone(), (call.name.clone(), call.file.clone()));
                 turn.calls.push(call);
             }
-            "tool_result" => {
-                let content = block.content.unwrap_or(Value::Null);
-                turn.source_chars += value_chars(&content);
-                let (tool, file) = block
-                    .tool_use_id
-                    .and_then(|id| self.tools_by_id.get(&id).cloned())
+            Block::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+                name,
+            } => {
+                turn.source_chars += content.len();
+                let (tool, file) = self
+                    .tools_by_id
+                    .get(tool_use_id)
+                    .cloned()
+                    .or_else(|| name.clone().map(|n| (n, None)))
                     .unwrap_or_else(|| ("tool".to_string(), None));
                 turn.results.push(ToolResult {
                     tool,
                     file,
-                    text: truncate_chars(&result_text(&content), MAX_RESULT_CHARS),
-                    is_error: block.is_error.unwrap_or(false),
+                    text: truncate_chars(content, MAX_RESULT_CHARS),
+                    is_error: *is_error,
                 });
             }
-            _ => {} // thinking, image, unknown blocks
+            Block::Thinking { .. } | Block::Image { .. } => {}
         }
     }
 
-    fn push_or_merge(&mut self, turn: Turn, message_id: Option<String>) {
+    /// Results of parallel tool calls that follow each other make one turn.
+    fn push_or_merge(&mut self, turn: Turn) {
         if let Some(last) = self.turns.last_mut() {
-            let same_response = turn.role == Role::Assistant
-                && last.role == Role::Assistant
-                && message_id.is_some()
-                && message_id == self.last_message_id;
-            let parallel_results = turn.role == Role::Tool && last.role == Role::Tool;
-            if same_response || parallel_results {
-                push_text(&mut last.text, &turn.text);
+            if turn.role == Role::Tool && last.role == Role::Tool {
                 last.calls.extend(turn.calls);
                 last.results.extend(turn.results);
                 last.source_chars += turn.source_chars;
                 return;
             }
         }
-        self.last_message_id = if turn.role == Role::Assistant {
-            message_id
-        } else {
-            None
-        };
         self.turns.push(turn);
     }
 
-    /// Fills in missing timestamps: from the first known one, else from `fallback`.
-    fn finish(mut self, fallback: i64) -> Session {
+    /// Fills in missing timestamps: the previous turn's, else 30 s apart from
+    /// `fallback` when the session has none at all.
+    fn finish(mut self, id: String, fallback: i64) -> Session {
         let first_known = self
             .turns
             .iter()
@@ -467,7 +350,7 @@ impl SessionBuilder {
             previous = turn.timestamp;
         }
         Session {
-            id: self.id,
+            id,
             turns: self.turns,
         }
     }
@@ -485,23 +368,6 @@ fn push_text(out: &mut String, text: &str) {
         text,
         MAX_TEXT_CHARS - out.len().min(MAX_TEXT_CHARS),
     ));
-}
-
-/// The text of a `tool_result` content: a string, or the text of its blocks.
-fn result_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b.get("type").and_then(Value::as_str) {
-                Some("text") => b.get("text").and_then(Value::as_str).map(str::to_string),
-                Some("image") => Some("[image]".to_string()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
 }
 
 /// The number of characters in all strings of a JSON value (a size estimate).
