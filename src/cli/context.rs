@@ -328,11 +328,9 @@ fn store_full(
     };
     let store = Store::open(root)?;
     let records = transcript_records(&view, &common.namespace, &crate::now_rfc3339())?;
-    Ok(Some(store.add(
-        records,
-        None,
-        store.lock_timeout(common.lock_timeout),
-    )?))
+    let report = store.add(records, None, store.lock_timeout(common.lock_timeout))?;
+    super::maintain_after_write(&store);
+    Ok(Some(report))
 }
 
 /// Prints messages as JSONL (the generic transcript format).

@@ -146,6 +146,9 @@ pub fn run(root: &std::path::Path, args: IngestArgs) -> anyhow::Result<ExitCode>
     } else {
         print_report(&report);
     }
+    if let Some(store) = &store {
+        super::maintain_after_write(store);
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -16,10 +16,11 @@
 //! vectors, 0.686 -> 0.752 for the default hybrid. The turn after a record was
 //! also tried and did not help (hybrid 0.689 with it alone, 0.721 with both).
 //!
-//! `ingest` of agent transcripts does not link turns (yet): there a short tool
-//! result that follows a call would carry the call's words and outrank the call
-//! itself (seen on the fixture transcript); whether linking helps agent sessions
-//! is for the transcript replay to measure.
+//! `ingest` of agent transcripts does not link turns: there a short tool result
+//! that follows a call carries the call's words and outranks the call itself.
+//! Measured by `benches/evict-replay.py` on 858 messages evicted from the 20
+//! largest real sessions: linking drops the top-10 hit rate from 96.2% to 92.5%
+//! and the first-rank rate from 78.2% to 45.8%.
 
 use serde_json::Value;
 

@@ -40,7 +40,7 @@ pub struct Retention {
     pub archive_idle_for: String,
     /// Prune archived records to their summaries this long after archiving.
     pub prune_after: String,
-    /// Every successful write (`add`, `ingest`, `evict`, MCP `memory_add`) runs
+    /// Every successful write (`add`, `ingest`, `evict`, `pack`, MCP `memory_add`) runs
     /// the cheap due check of `maintain` and applies the policy when due.
     pub maintain_on_write: bool,
 }
