@@ -718,6 +718,19 @@ mod tests {
         state
     }
 
+    /// The messages of Claude Code transcript lines.
+    fn read_lines(lines: &[serde_json::Value]) -> Vec<crate::transcript::Message> {
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        read_slice(
+            Path::new("s.jsonl"),
+            text.as_bytes(),
+            Some(Format::ClaudeCode),
+            ReadFrom::default(),
+        )
+        .expect("read")
+        .messages
+    }
+
     #[test]
     fn usage_falls_back_to_an_estimate_and_restarts_at_a_compaction() {
         let words = "parse the config loader again ".repeat(80);
@@ -725,16 +738,8 @@ mod tests {
             json!({"type":"user","sessionId":"s","uuid":"u1","message":{"role":"user","content":words}}),
             json!({"type":"assistant","sessionId":"s","uuid":"a1","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"Done."}]}}),
         ];
-        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-        let read = read_slice(
-            Path::new("s.jsonl"),
-            text.as_bytes(),
-            Some(Format::ClaudeCode),
-            ReadFrom::default(),
-        )
-        .expect("read");
         let mut state = SessionState::new("s", "s.jsonl".into());
-        state.observe(&read.messages, 20);
+        state.observe(&read_lines(&lines), 20);
         let settings = HookSettings {
             context_window: 1_000,
             ..HookSettings::default()
@@ -747,15 +752,7 @@ mod tests {
             json!({"type":"system","subtype":"compact_boundary","sessionId":"s","uuid":"cb","content":"Conversation compacted","compactMetadata":{"trigger":"auto","preTokens":900}}),
             json!({"type":"assistant","sessionId":"s","uuid":"a2","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"Resuming."}],"usage":{"input_tokens":10,"cache_read_input_tokens":90,"output_tokens":20}}}),
         ];
-        let text: String = after.iter().map(|l| format!("{l}\n")).collect();
-        let read = read_slice(
-            Path::new("s.jsonl"),
-            text.as_bytes(),
-            Some(Format::ClaudeCode),
-            ReadFrom::default(),
-        )
-        .expect("read");
-        state.observe(&read.messages, 20);
+        state.observe(&read_lines(&after), 20);
         let usage = context_usage(&state, &settings);
         assert_eq!((usage.source, usage.tokens), ("usage", 120));
     }
