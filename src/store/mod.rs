@@ -16,6 +16,7 @@ pub mod add;
 pub mod browse;
 pub mod config;
 pub mod lock;
+pub mod rescue;
 pub mod tier;
 pub mod verify;
 
