@@ -53,20 +53,34 @@ fn command(store: &TestStore) -> Command {
     cmd
 }
 
-/// Runs `step(0)`, `step(1)`, … one after another and SIGKILLs the one running
-/// when `kill_after` has passed. Returns the steps that exited 0 before that.
-fn run_until_killed(kill_after: Duration, mut step: impl FnMut(u32) -> Command) -> Vec<u32> {
-    let deadline = Instant::now() + kill_after;
+/// Runs `step(0)`, `step(1)`, … one after another: the first 0 to 2 to the end
+/// (acknowledged writes), then the next ones until a moment drawn at random
+/// within the time a step took so far, when the running one is SIGKILLed. So
+/// kills land inside writes, not between them, however slow the machine is.
+/// Returns the steps that exited 0 before the kill.
+fn run_until_killed(
+    rng: &mut Rng,
+    typical: &mut Duration,
+    mut step: impl FnMut(u32) -> Command,
+) -> Vec<u32> {
+    let complete = rng.below(3) as u32;
     let mut acknowledged = Vec::new();
+    let mut deadline = None;
     for n in 0.. {
+        let started = Instant::now();
+        if n == complete {
+            let window = typical.as_millis() as u64 * 12 / 10 + 1;
+            deadline = Some(started + Duration::from_millis(rng.below(window)));
+        }
         let mut child = step(n).spawn().expect("spawn knowledge-db");
         loop {
             if let Some(status) = child.try_wait().expect("wait") {
                 assert!(status.success(), "step {n} failed on its own: {status}");
                 acknowledged.push(n);
+                *typical = started.elapsed();
                 break;
             }
-            if Instant::now() >= deadline {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
                 let _ = child.kill(); // SIGKILL
                 let _ = child.wait();
                 return acknowledged;
@@ -211,12 +225,13 @@ fn note_line(id: &str, text: &str, timestamp: &str) -> String {
 fn add_survives_kill_9() {
     let store = TestStore::new();
     let mut rng = Rng(0x2545_f491);
+    let mut typical = Duration::from_secs(1);
     let mut expected = BTreeMap::new();
     let mut tally = Tally::new("add");
     for round in 0..rounds(4) {
         let mut batches: BTreeMap<u32, Vec<(String, String)>> = BTreeMap::new();
         let dir = store.dir.path().to_path_buf();
-        let acknowledged = run_until_killed(Duration::from_millis(rng.below(1500)), |step| {
+        let acknowledged = run_until_killed(&mut rng, &mut typical, |step| {
             let notes: Vec<(String, String)> = (0..40)
                 .map(|i| {
                     let id = format!("a{round}-{step}-{i}");
@@ -288,12 +303,13 @@ fn ingest_survives_kill_9() {
     let transcript = fixture_transcript().replace(FIXTURE_SESSION, "SESSION");
     let reference = reference_ingest(&transcript);
     let mut rng = Rng(0x9e37_79b9);
+    let mut typical = Duration::from_secs(1);
     let mut expected = BTreeMap::new();
     let mut tally = Tally::new("ingest");
     let dir = store.dir.path().to_path_buf();
     for round in 0..rounds(4) {
         let session_of = |step: u32| format!("s{round}x{step}");
-        let acknowledged = run_until_killed(Duration::from_millis(rng.below(4000)), |step| {
+        let acknowledged = run_until_killed(&mut rng, &mut typical, |step| {
             let session = session_of(step);
             let input = dir.join(format!("{session}.jsonl"));
             std::fs::write(&input, transcript.replace("SESSION", &session)).unwrap();
@@ -359,6 +375,7 @@ fn maintain_survives_kill_9() {
     let store = TestStore::new();
     set_eager_retention(&store);
     let mut rng = Rng(0x5851_f42d);
+    let mut typical = Duration::from_secs(1);
     let mut expected = BTreeMap::new();
     let mut tally = Tally::new("maintain");
     let dir = store.dir.path().to_path_buf();
@@ -367,7 +384,7 @@ fn maintain_survives_kill_9() {
         // Steps alternate: add 150 old notes (acknowledged when `add` returns),
         // then `maintain --force` archives and prunes them.
         let mut batches: BTreeMap<u32, Vec<(String, String)>> = BTreeMap::new();
-        let acknowledged = run_until_killed(Duration::from_millis(rng.below(3000)), |step| {
+        let acknowledged = run_until_killed(&mut rng, &mut typical, |step| {
             let mut cmd = command(&store);
             if step % 2 == 1 {
                 cmd.args(["maintain", "--force"]);
