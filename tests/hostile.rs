@@ -211,3 +211,46 @@ fn deeply_nested_metadata_is_a_clear_error_not_a_stack_overflow() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn a_record_over_the_size_limit_is_refused_by_every_writer() {
+    let store = store_with_scripts();
+    let config = store.path().join("config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let lowered = text.replace("max_record_bytes = 8388608", "max_record_bytes = 2000");
+    assert_ne!(text, lowered, "config.toml has no max_record_bytes line");
+    std::fs::write(&config, lowered).unwrap();
+    let before = store.snapshot();
+    let long = "long ".repeat(1000);
+    // `add` of a file.
+    let input = store.write(
+        "big.jsonl",
+        (json!({"id": "big", "text": long}).to_string() + "\n").as_bytes(),
+    );
+    let out = store.cmd().arg("add").arg(&input).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("big.jsonl:1:") && stderr.contains("max_record_bytes"),
+        "{stderr}"
+    );
+    // `ingest` of a transcript whose message makes a record over the limit.
+    let transcript = store.write(
+        "big-transcript.jsonl",
+        (json!({"role": "user", "content": long}).to_string() + "\n").as_bytes(),
+    );
+    let out = store
+        .cmd()
+        .args(["ingest", "--embed", "later"])
+        .arg(&transcript)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("limits.max_record_bytes"), "{stderr}");
+    assert!(
+        stderr.contains("over the limit of 2.0 KiB") || stderr.contains("over the limit of 2000"),
+        "{stderr}"
+    );
+    assert_eq!(before, store.snapshot(), "the store changed");
+}

@@ -204,6 +204,7 @@ impl Store {
         embedder: Option<&mut dyn Embedder>,
         lock_timeout: Duration,
     ) -> Result<AddReport> {
+        add::check_record_sizes(&records, self.config.limits.max_record_bytes)?;
         let (records, duplicate_ids) = last_version_per_id(records);
         let mut report = AddReport {
             duplicate_ids,
