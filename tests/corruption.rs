@@ -211,3 +211,32 @@ fn a_flipped_document_store_byte_loses_at_most_its_block() {
     let lost = partly_recovered("flipped .store byte", |path| flip(path, 40));
     assert!(lost < 180, "{lost}");
 }
+
+/// `repair` itself killed at random moments (SIGKILL) while it rebuilds the text
+/// index: the next `repair` finishes the job and every record is back.
+#[test]
+fn a_repair_killed_midway_is_finished_by_the_next() {
+    let (store, before) = store();
+    fs::remove_file(store.path().join("text").join("meta.json")).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("knowledge-db");
+    for (round, delay_ms) in [5u64, 40, 90, 150, 250, 400].into_iter().enumerate() {
+        let mut child = std::process::Command::new(&bin)
+            .arg("--store")
+            .arg(store.path())
+            .arg("repair")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        // Whatever the kill left, the store is repairable and nothing is lost.
+        let (ok, repaired) = repair(&store);
+        assert!(ok, "round {round}: {repaired}");
+        assert_eq!(contents(&store), before, "round {round}");
+        assert!(verify(&store).0, "round {round}");
+        // Damage it again for the next round.
+        fs::remove_file(store.path().join("text").join("meta.json")).unwrap();
+    }
+}
