@@ -240,3 +240,34 @@ fn a_repair_killed_midway_is_finished_by_the_next() {
         fs::remove_file(store.path().join("text").join("meta.json")).unwrap();
     }
 }
+
+/// A damaged deletes file: its segment is read whole rather than trusting the
+/// file, so no live record is dropped; the replaced version that comes back
+/// with it loses to the newer copy.
+#[test]
+fn a_damaged_deletes_file_drops_no_live_record() {
+    let (store, mut before) = store();
+    // Replace a record of the first batch: its old version is marked deleted.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let update = store.write(
+        "update.jsonl",
+        br#"{"id": "c0-3", "title": "note 3 of batch 0", "text": "the updated version of c0-3"}"#,
+    );
+    store.cmd().arg("add").arg(&update).assert().success();
+    before.insert("c0-3".into(), "the updated version of c0-3".into());
+    assert_eq!(contents(&store), before);
+    let deletes = text_files(&store, ".del");
+    assert!(!deletes.is_empty(), "no deletes file was written");
+    flip(&deletes[0], 3);
+    let (ok, report) = verify(&store);
+    assert!(!ok, "{report}");
+    let (ok, repaired) = repair(&store);
+    assert!(ok, "{repaired}");
+    assert_eq!(contents(&store), before);
+    assert!(
+        repaired["text_rebuilt"]["notes"]
+            .to_string()
+            .contains("fails its checksum"),
+        "{repaired}"
+    );
+}

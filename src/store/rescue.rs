@@ -202,17 +202,34 @@ pub fn finish_interrupted_swap(root: &Path) -> Result<()> {
 
 /// Segments from `meta.json`, else every `.store` file in the folder.
 fn find_segments(text: &Path, report: &mut RescueReport) -> Vec<FoundSegment> {
-    let metas = Index::open_in_dir(text).and_then(|index| index.load_metas());
-    if let Ok(metas) = metas {
+    let index = Index::open_in_dir(text);
+    let metas = index.as_ref().map_err(|e| e.to_string()).and_then(|index| {
+        let damaged = index.validate_checksum().unwrap_or_default();
+        Ok((index.load_metas().map_err(|e| e.to_string())?, damaged))
+    });
+    if let Ok((metas, damaged)) = metas {
         return metas
             .segments
             .iter()
-            .map(|meta: &SegmentMeta| FoundSegment {
-                id: meta.id().uuid_string(),
-                max_doc: Some(meta.max_doc()),
-                delete_file: meta
+            .map(|meta: &SegmentMeta| {
+                let mut delete_file = meta
                     .has_deletes()
-                    .then(|| meta.relative_path(SegmentComponent::Delete)),
+                    .then(|| meta.relative_path(SegmentComponent::Delete));
+                // A damaged deletes file could hide live records: read the
+                // segment whole instead (a deleted record may come back).
+                if delete_file.as_ref().is_some_and(|d| damaged.contains(d)) {
+                    report.notes.push(format!(
+                        "{} fails its checksum: segment {} was read whole, so records deleted from it may come back",
+                        delete_file.as_ref().map_or(String::new(), |d| d.display().to_string()),
+                        meta.id().uuid_string()
+                    ));
+                    delete_file = None;
+                }
+                FoundSegment {
+                    id: meta.id().uuid_string(),
+                    max_doc: Some(meta.max_doc()),
+                    delete_file,
+                }
             })
             .collect();
     }
