@@ -135,7 +135,7 @@ pub enum Error {
         source: std::io::Error,
     },
 
-    #[error("text index: {0}; `knowledge-db stats` shows the store's state")]
+    #[error("text index: {0}; `knowledge-db verify` checks the store and `knowledge-db repair` rebuilds a damaged index")]
     Index(#[from] tantivy::TantivyError),
 
     #[error("record `{id}` in the store is unreadable: {message}")]

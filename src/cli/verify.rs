@@ -6,8 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::output;
-use crate::store::verify::{repair, verify, VerifyReport};
-use crate::store::Store;
+use crate::store::verify::{repair_root, verify_root, VerifyReport};
 
 #[derive(Debug, Args)]
 pub(crate) struct VerifyArgs {
@@ -28,10 +27,9 @@ pub(crate) struct RepairArgs {
 }
 
 pub(crate) fn run_verify(root: &Path, args: VerifyArgs) -> anyhow::Result<ExitCode> {
-    let store = Store::open(root)?;
     let bar = output::progress_bar();
     bar.set_message("verifying records");
-    let report = verify(&store, &mut |done, total| {
+    let report = verify_root(root, &mut |done, total| {
         bar.set_length(total);
         bar.set_position(done);
     })?;
@@ -52,21 +50,40 @@ pub(crate) fn run_verify(root: &Path, args: VerifyArgs) -> anyhow::Result<ExitCo
 }
 
 pub(crate) fn run_repair(root: &Path, args: RepairArgs) -> anyhow::Result<ExitCode> {
-    let store = Store::open(root)?;
+    // Only the config is read here: the text index may be too damaged to open.
+    let config = crate::store::Config::load(&root.join("config.toml"))?;
+    let secs = args.lock_timeout.unwrap_or(config.limits.lock_timeout_secs);
+    let lock_timeout = std::time::Duration::from_secs_f64(secs.max(0.0));
     let bar = output::progress_bar();
     bar.set_message("checking and rebuilding");
-    let report = repair(
-        &store,
-        store.lock_timeout(args.lock_timeout),
-        &mut |done, total| {
-            bar.set_length(total);
-            bar.set_position(done);
-        },
-    )?;
+    let report = repair_root(root, lock_timeout, &mut |done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    })?;
     bar.finish_and_clear();
     if args.json {
         output::print_json(&report)?;
     } else {
+        if let Some(text) = &report.text_rebuilt {
+            println!(
+                "text index rebuilt: {} record(s) re-indexed from {} segment document store(s); the damaged index is kept at {}",
+                text.records_recovered,
+                text.segments_read,
+                text.damaged_index.display()
+            );
+            for note in &text.notes {
+                println!("note: {note}");
+            }
+            for id in &text.kept_in_archive {
+                println!("not in the text index but kept in the archive (L3): {id}");
+            }
+            for id in &text.duplicates_resolved {
+                println!("stored twice, kept the copy added last: {id}");
+            }
+            for id in &text.suspect {
+                println!("recovered, but its JSON does not match its stored version hash (check it): {id}");
+            }
+        }
         for path in &report.removed {
             println!("removed damaged {}", path.display());
         }

@@ -2,9 +2,11 @@
 //!
 //! A long-running front end (the MCP server) pays for opening the store and
 //! loading the embedding model once. Before each call it reads the index's
-//! commit stamp (`meta.json`, a few hundred bytes); when another process has
-//! committed since, it opens a fresh search engine on the new commit, so records
-//! written by the CLI meanwhile are found by the next call. Searches run on a
+//! commit stamp (`meta.json`, a few hundred bytes: the opstamp and the segments
+//! with their deletes); when another process has committed since, or `repair`
+//! has swapped in a rebuilt index (whose opstamps start again), it opens a fresh
+//! search engine on the new commit, so records written by the CLI meanwhile are
+//! found by the next call. Searches run on a
 //! shared engine without locks of their own; the model is behind a mutex that
 //! queries and writes take in turn.
 
@@ -90,7 +92,24 @@ pub struct Drilldown {
 
 struct Warm {
     engine: Arc<SearchEngine>,
-    opstamp: u64,
+    stamp: u64,
+}
+
+/// A stamp of the newest commit: its opstamp and every segment with its deletes.
+/// Any commit changes it, and so does an index rebuilt by `repair` (new segment
+/// ids), even when the rebuilt index's opstamp equals the old one.
+fn commit_stamp(store: &Store) -> Result<u64> {
+    let metas = store.index().load_metas()?;
+    let mut text = metas.opstamp.to_string();
+    for segment in &metas.segments {
+        text.push_str(&format!(
+            ",{}:{}:{}",
+            segment.id().uuid_string(),
+            segment.max_doc(),
+            segment.delete_opstamp().unwrap_or(0)
+        ));
+    }
+    Ok(xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
 }
 
 /// The store and model, opened once.
@@ -115,7 +134,7 @@ impl MemoryService {
             Ok(e) => (Some(SharedEmbedder::new(e)), String::new()),
             Err(why) => (None, why),
         };
-        let opstamp = store.index().load_metas()?.opstamp;
+        let stamp = commit_stamp(&store)?;
         let engine = build_engine(&store, embedder.as_ref(), &embedder_error)?;
         Ok(MemoryService {
             store,
@@ -124,7 +143,7 @@ impl MemoryService {
             default_namespace,
             warm: RwLock::new(Warm {
                 engine: Arc::new(engine),
-                opstamp,
+                stamp,
             }),
         })
     }
@@ -135,15 +154,15 @@ impl MemoryService {
 
     /// The engine on the newest commit: reopened only when the index changed.
     pub fn engine(&self) -> Result<Arc<SearchEngine>> {
-        let opstamp = self.store.index().load_metas()?.opstamp;
+        let stamp = commit_stamp(&self.store)?;
         {
             let warm = self.warm.read().map_err(|_| poisoned())?;
-            if warm.opstamp == opstamp {
+            if warm.stamp == stamp {
                 return Ok(Arc::clone(&warm.engine));
             }
         }
         let mut warm = self.warm.write().map_err(|_| poisoned())?;
-        if warm.opstamp != opstamp {
+        if warm.stamp != stamp {
             // The stamp is read before the engine opens, so at worst the engine is
             // newer than the stamp and the next call reopens once more.
             warm.engine = Arc::new(build_engine(
@@ -151,7 +170,7 @@ impl MemoryService {
                 self.embedder.as_ref(),
                 &self.embedder_error,
             )?);
-            warm.opstamp = opstamp;
+            warm.stamp = stamp;
         }
         Ok(Arc::clone(&warm.engine))
     }

@@ -242,12 +242,17 @@ fn json_error(origin: &Origin, error: &serde_json::Error) -> InputError {
 }
 
 /// serde_json appends " at line L column C"; we print the position ourselves.
+/// serde_json's depth limit gets a plainer name.
 fn strip_position(error: &serde_json::Error) -> String {
     let text = error.to_string();
-    match text.rfind(" at line ") {
+    let text = match text.rfind(" at line ") {
         Some(i) => text[..i].to_string(),
         None => text,
+    };
+    if text == "recursion limit exceeded" {
+        return "nested too deeply (more than 128 levels of arrays and objects)".into();
     }
+    text
 }
 
 fn too_large(origin: &Origin, size: usize, limit: usize) -> InputError {

@@ -16,6 +16,7 @@ pub mod add;
 pub mod browse;
 pub mod config;
 pub mod lock;
+pub mod rescue;
 pub mod tier;
 pub mod verify;
 
@@ -183,9 +184,7 @@ impl Store {
     fn writer(&self, timeout: Duration) -> Result<(WriterLock, IndexWriter)> {
         let lock = WriterLock::acquire(&self.root.join("LOCK"), timeout)?;
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-        let writer = self
-            .index
-            .writer_with_num_threads(threads, WRITER_HEAP_BYTES)?;
+        let writer = clean_writer(&self.index, threads)?;
         Ok((lock, writer))
     }
 
@@ -203,6 +202,7 @@ impl Store {
         embedder: Option<&mut dyn Embedder>,
         lock_timeout: Duration,
     ) -> Result<AddReport> {
+        add::check_record_sizes(&records, self.config.limits.max_record_bytes)?;
         let (records, duplicate_ids) = last_version_per_id(records);
         let mut report = AddReport {
             duplicate_ids,
@@ -544,6 +544,21 @@ impl Store {
             newest: newest.map(crate::record::parse::format_time),
         })
     }
+}
+
+/// A writer on `index`, after removing files a killed writer left behind.
+///
+/// A writer killed between writing a segment's deletes file and committing
+/// leaves `<segment>.<opstamp>.del`; the next writer starts again from the
+/// committed opstamp, would write the same file name, and tantivy refuses to
+/// overwrite it (`FileAlreadyExists`), so every later commit deleting from that
+/// segment fails. Collecting garbage first removes such leftovers (files no
+/// commit refers to). The caller holds the writer lock, so no other writer's
+/// files are in flight.
+pub(crate) fn clean_writer(index: &Index, threads: usize) -> Result<IndexWriter> {
+    let writer = index.writer_with_num_threads(threads, WRITER_HEAP_BYTES)?;
+    writer.garbage_collect_files().wait()?;
+    Ok(writer)
 }
 
 /// Keeps the last record given for each id, in first-seen order.

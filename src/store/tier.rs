@@ -9,7 +9,7 @@ use tantivy::schema::Value;
 use tantivy::{Searcher, TantivyDocument, Term};
 
 use super::lock::WriterLock;
-use super::{IdLookup, Store, WRITER_HEAP_BYTES};
+use super::{IdLookup, Store};
 use crate::error::Result;
 use crate::index::{record_hash, VectorField};
 use crate::record::Record;
@@ -148,7 +148,7 @@ impl Store {
         if ids.is_empty() {
             return Ok(());
         }
-        let writer = self.index.writer_with_num_threads(1, WRITER_HEAP_BYTES)?;
+        let writer = super::clean_writer(&self.index, 1)?;
         for id in ids {
             writer.delete_term(Term::from_field_text(self.fields.id, id));
         }
@@ -161,7 +161,7 @@ impl Store {
         if records.is_empty() {
             return Ok(());
         }
-        let writer = self.index.writer_with_num_threads(1, WRITER_HEAP_BYTES)?;
+        let writer = super::clean_writer(&self.index, 1)?;
         for (record, vector) in records {
             writer.delete_term(Term::from_field_text(self.fields.id, &record.id));
             writer.add_document(self.fields.document(record, record_hash(record), vector)?)?;

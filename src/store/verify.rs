@@ -8,8 +8,10 @@
 //! header and size, neighbours in bounds) and leftovers of segments that no
 //! longer exist. [`repair`] deletes the derived files that failed and builds them
 //! again from the stored embeddings, never by re-embedding; it never deletes a
-//! record. Damage to the text index itself cannot be rebuilt from inside the
-//! store, and is reported as such.
+//! record. When the text index itself is damaged (a segment's postings, terms
+//! or fast fields, or `meta.json`), [`repair_root`] re-indexes the records read
+//! from the segments' document stores into a fresh index (see [`super::rescue`])
+//! and says which records, if any, could not be read.
 
 use std::collections::HashMap;
 use std::fs;
@@ -19,6 +21,7 @@ use serde::Serialize;
 use tantivy::schema::Value;
 use tantivy::TantivyDocument;
 
+use super::rescue::{self, RescueReport};
 use super::Store;
 use crate::error::Result;
 
@@ -50,9 +53,67 @@ pub struct RepairReport {
     /// Vector files and graphs present after the rebuild.
     pub vector_files: usize,
     pub graphs: usize,
-    /// Problems repair cannot fix (damage to the text index).
+    /// Problems repair cannot fix, and records it could not read back.
     pub unrepairable: Vec<String>,
+    /// The rebuild of the text index, when it was damaged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_rebuilt: Option<RescueReport>,
     pub after: VerifyReport,
+}
+
+/// Checks the store at `root`, also when its text index is too damaged to open.
+pub fn verify_root(
+    root: &std::path::Path,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<VerifyReport> {
+    let problems = rescue::problems(root);
+    if problems.is_empty() {
+        return verify(&Store::open(root)?, progress);
+    }
+    Ok(VerifyReport {
+        store: root.to_path_buf(),
+        records: 0,
+        ok: false,
+        checks: vec![Check {
+            name: "text index",
+            ok: false,
+            detail: format!(
+                "{}; the other checks need a readable text index. `knowledge-db repair` re-indexes the records from the segments' document stores",
+                problems.join("; ")
+            ),
+            rebuildable: Vec::new(),
+        }],
+    })
+}
+
+/// Repairs the store at `root`: first the text index, if it is damaged (records
+/// re-read from the document stores and indexed again), then everything derived.
+pub fn repair_root(
+    root: &std::path::Path,
+    lock_timeout: std::time::Duration,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<RepairReport> {
+    let text_rebuilt = {
+        let lock = super::lock::WriterLock::acquire(&root.join("LOCK"), lock_timeout)?;
+        rescue::finish_interrupted_swap(root)?;
+        if rescue::problems(root).is_empty() {
+            None
+        } else {
+            Some(rescue::rebuild(root, &lock)?)
+        }
+    };
+    let store = Store::open(root)?;
+    let mut report = repair(&store, lock_timeout, progress)?;
+    if let Some(rescued) = &text_rebuilt {
+        report.unrepairable.extend(
+            rescued
+                .lost
+                .iter()
+                .map(|l| format!("record not recovered: {l}")),
+        );
+    }
+    report.text_rebuilt = text_rebuilt;
+    Ok(report)
 }
 
 /// Checks the whole store; `progress` gets (records done, records total).
@@ -106,6 +167,7 @@ pub fn repair(
         vector_files: count_files(store, "vec"),
         graphs: count_files(store, "hnsw"),
         unrepairable,
+        text_rebuilt: None,
         after,
     })
 }
@@ -130,7 +192,7 @@ fn text_checksums(store: &Store) -> Result<Check> {
             "every file of the current commit matches its checksum".into()
         } else {
             format!(
-                "{} damaged file(s) in text/: {}; they hold records, which cannot be rebuilt from derived data: restore text/ from a backup",
+                "{} damaged file(s) in text/: {}; `knowledge-db repair` re-indexes the records from the segments' document stores",
                 names.len(),
                 names.join(", ")
             )
