@@ -67,9 +67,13 @@ impl L3Index {
             .try_into()?)
     }
 
-    /// A writer; the caller holds the store's writer lock.
+    /// A writer; the caller holds the store's writer lock. Like L2's writer it
+    /// first collects files left by a writer killed before its commit (a stale
+    /// `<segment>.<opstamp>.del` would make the next delete fail).
     pub fn writer(&self) -> Result<IndexWriter> {
-        Ok(self.index.writer_with_num_threads(1, WRITER_HEAP_BYTES)?)
+        let writer = self.index.writer_with_num_threads(1, WRITER_HEAP_BYTES)?;
+        writer.garbage_collect_files().wait()?;
+        Ok(writer)
     }
 
     /// The searchable document of an archived record at `location`.

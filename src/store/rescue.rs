@@ -474,14 +474,46 @@ fn write_and_swap(
     fs::rename(&building, &fresh).map_err(|e| Error::io(&building, e))?;
     super::config::sync_dir(root)?;
     let text = root.join("text");
-    let damaged = root.join(format!(
-        "text.damaged-{}",
-        crate::now_rfc3339().replace(':', "")
-    ));
+    let damaged = unused_damaged_name(root);
     if text.exists() {
         fs::rename(&text, &damaged).map_err(|e| Error::io(&text, e))?;
     }
     fs::rename(&fresh, &text).map_err(|e| Error::io(&fresh, e))?;
     super::config::sync_dir(root)?;
     Ok(damaged)
+}
+
+/// `text.damaged-<time>`, with a counter when two repairs fall in the same
+/// second: renaming onto an existing (non-empty) folder fails, and a repair
+/// cut short and then re-run within a second used to stop there.
+fn unused_damaged_name(root: &Path) -> PathBuf {
+    let stem = format!("text.damaged-{}", crate::now_rfc3339().replace(':', ""));
+    let mut candidate = root.join(&stem);
+    let mut n = 1;
+    while candidate.exists() {
+        candidate = root.join(format!("{stem}-{n}"));
+        n += 1;
+    }
+    candidate
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: a repair re-run within the same second as the one before it
+    /// tried to rename `text/` onto the earlier `text.damaged-<time>/` and failed
+    /// with "Directory not empty".
+    #[test]
+    fn damaged_names_never_collide_with_an_earlier_repair() {
+        let root = tempfile::tempdir().unwrap();
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let name = unused_damaged_name(root.path());
+            assert!(!name.exists(), "{}", name.display());
+            fs::create_dir_all(name.join("segment")).unwrap();
+            assert!(!seen.contains(&name));
+            seen.push(name);
+        }
+    }
 }
