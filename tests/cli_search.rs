@@ -225,3 +225,69 @@ fn hostile_queries_do_not_break_search() {
             .success();
     }
 }
+
+/// On a large store a term most records contain is only scored: a record that
+/// holds nothing but such words is not a result, and the others keep exactly
+/// the score the flat query gave them. Below `common_terms_from_records` the
+/// query is the flat one. (The threshold is lowered here so 40 records count
+/// as large.)
+#[test]
+fn common_terms_only_score_records_found_by_the_other_terms() {
+    let store = TestStore::new();
+    let mut lines = String::new();
+    for i in 0..40 {
+        let text = match i {
+            0 => "the deploy runs from the main branch".to_string(),
+            1 => "deploy the image to staging".to_string(),
+            _ => format!("the note number {i} about the weather"),
+        };
+        lines.push_str(&format!("{{\"id\": \"n{i}\", \"text\": \"{text}\"}}\n"));
+    }
+    let input = store.write("notes.jsonl", lines.as_bytes());
+    store.cmd().arg("add").arg(&input).assert().success();
+    let scores = |store: &TestStore| -> Vec<(String, f64)> {
+        let out = store.json(&["search", "the deploy", "--mode", "bm25", "-k", "50"]);
+        out["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                (
+                    h["id"].as_str().unwrap().to_string(),
+                    h["score"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let flat = scores(&store);
+    assert_eq!(
+        flat.len(),
+        40,
+        "below the size threshold every record matches"
+    );
+
+    let config = store.path().join("config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let lowered = text.replace(
+        "common_terms_from_records = 20000",
+        "common_terms_from_records = 10",
+    );
+    assert_ne!(
+        text, lowered,
+        "config.toml has no common_terms_from_records line"
+    );
+    std::fs::write(&config, lowered).unwrap();
+
+    let split = scores(&store);
+    let mut ids: Vec<&str> = split.iter().map(|(id, _)| id.as_str()).collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        ["n0", "n1"],
+        "only records with the rare term are found"
+    );
+    for (id, score) in &split {
+        let before = flat.iter().find(|(f, _)| f == id).unwrap().1;
+        assert!((score - before).abs() < 1e-4, "{id}: {score} vs {before}");
+    }
+}

@@ -49,7 +49,8 @@ impl L3Index {
     }
 
     fn open_dir(dir: &Path) -> Result<L3Index> {
-        let index = Index::open_in_dir(dir)?;
+        let mut index = Index::open_in_dir(dir)?;
+        crate::index::search_in_parallel(&mut index)?;
         register_tokenizers(&index);
         let fields = IndexFields::from_schema(&index.schema())?;
         Ok(L3Index { index, fields })

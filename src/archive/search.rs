@@ -66,9 +66,6 @@ pub fn search(
         Some(index) => Some(index.reader()?.searcher()),
         None => None,
     };
-    let terms = engine.query_terms(query);
-    let text_query = engine.text_query(&terms);
-    let filtered = engine.filtered(&*text_query, filters);
     let with_l2 = filters.tier == TierFilter::All;
     let mut sources: Vec<&Searcher> = Vec::new();
     if with_l2 {
@@ -78,6 +75,9 @@ pub fn search(
         sources.push(s);
     }
     let stats = Combined(sources);
+    let terms = engine.query_terms(query);
+    let text_query = engine.text_query_over(&terms, &stats);
+    let filtered = engine.filtered(&*text_query, filters);
     let top = TopDocs::with_limit(k.max(1) + SHADOW_MARGIN).order_by_score();
     let mut candidates: Vec<(f32, bool, DocAddress)> = Vec::new();
     if with_l2 {

@@ -15,6 +15,7 @@ use std::ops::Bound;
 
 use serde::Serialize;
 use tantivy::collector::TopDocs;
+use tantivy::query::Bm25StatisticsProvider;
 use tantivy::query::{
     BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery, Occur, PhraseQuery, Query, RangeQuery,
     TermQuery,
@@ -221,11 +222,28 @@ pub struct SearchEngine {
     id_columns: Vec<Option<tantivy::columnar::StrColumn>>,
     fields: IndexFields,
     boosts: [f32; 6],
+    common_terms: CommonTerms,
     analyzer: TextAnalyzer,
     max_query_bytes: usize,
     vectors: Option<VectorSide>,
     /// Why there is no vector side, when there is none.
     vector_unavailable: String,
+}
+
+/// When a query term counts as common (see [`SearchEngine::text_query_over`]).
+#[derive(Debug, Clone, Copy)]
+struct CommonTerms {
+    share: f64,
+    from_records: u64,
+}
+
+impl From<&crate::store::config::Ranking> for CommonTerms {
+    fn from(ranking: &crate::store::config::Ranking) -> Self {
+        CommonTerms {
+            share: ranking.common_term_share,
+            from_records: ranking.common_terms_from_records,
+        }
+    }
 }
 
 impl SearchEngine {
@@ -243,6 +261,7 @@ impl SearchEngine {
             id_columns,
             fields: *store.fields(),
             boosts: store.config().ranking.boosts(),
+            common_terms: CommonTerms::from(&store.config().ranking),
             analyzer: tokenizer::analyzer(),
             max_query_bytes: store.config().limits.max_query_bytes,
             vectors: None,
@@ -496,16 +515,74 @@ impl SearchEngine {
     }
 
     /// Every term in every text field, with the field's boost; scores add up.
+    /// On a large store, terms most records contain are only scored, not
+    /// searched for (see [`SearchEngine::text_query_over`]).
     pub(crate) fn text_query(&self, terms: &[String]) -> Box<dyn Query> {
+        self.text_query_over(terms, &self.searcher)
+    }
+
+    /// The text query with document frequencies from `stats` (one index, or L2
+    /// and L3 together).
+    ///
+    /// Agents search with sentences ("now I'll write a failing test for the
+    /// parser"), and on a store of a million records the words most of them
+    /// contain (`i'll`, `the`, `for`, `test`) have posting lists of hundreds of
+    /// thousands of entries each: scoring every record that holds only such
+    /// words made BM25 at depth 100 take 12 ms p50 and 50-57 ms p99 at 1M
+    /// records. Like Elasticsearch's common-terms query, a term in more than
+    /// `common_term_share` of the records (0.1) is then only *scored*: a record
+    /// must contain one of the query's other terms to be found, and its score
+    /// is the same sum as before. With the store's defaults this changes
+    /// nothing below `common_terms_from_records` (20,000) records, nor when
+    /// every query term is common. Measured in the README (Benchmarks).
+    pub(crate) fn text_query_over(
+        &self,
+        terms: &[String],
+        stats: &dyn Bm25StatisticsProvider,
+    ) -> Box<dyn Query> {
         if terms.is_empty() {
             return Box::new(EmptyQuery);
         }
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(terms.len() * 6);
+        let (common, rare) = self.split_common(terms, stats);
+        if common.is_empty() || rare.is_empty() {
+            return Box::new(BooleanQuery::new(self.term_clauses(terms.iter())));
+        }
+        let rare = BooleanQuery::new(self.term_clauses(rare.into_iter()));
+        let common = BooleanQuery::new(self.term_clauses(common.into_iter()));
+        Box::new(BooleanQuery::new(vec![
+            (Occur::Must, Box::new(rare) as Box<dyn Query>),
+            (Occur::Should, Box::new(common)),
+        ]))
+    }
+
+    /// The query terms in more than the configured share of records (by their
+    /// frequency in `content`, the field every record has), and the others.
+    fn split_common<'t>(
+        &self,
+        terms: &'t [String],
+        stats: &dyn Bm25StatisticsProvider,
+    ) -> (Vec<&'t String>, Vec<&'t String>) {
+        let records = stats.total_num_docs().unwrap_or(0);
+        if records < self.common_terms.from_records.max(1) {
+            return (Vec::new(), terms.iter().collect());
+        }
+        let limit = self.common_terms.share * records as f64;
+        terms.iter().partition(|term| {
+            let term = Term::from_field_text(self.fields.content, term);
+            stats.doc_freq(&term).is_ok_and(|df| df as f64 > limit)
+        })
+    }
+
+    fn term_clauses<'t>(
+        &self,
+        terms: impl Iterator<Item = &'t String> + Clone,
+    ) -> Vec<(Occur, Box<dyn Query>)> {
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for ((field, _), boost) in self.fields.text_fields().into_iter().zip(self.boosts) {
             if boost <= 0.0 {
                 continue;
             }
-            for term in terms {
+            for term in terms.clone() {
                 let query = TermQuery::new(
                     Term::from_field_text(field, term),
                     IndexRecordOption::WithFreqs,
@@ -518,7 +595,7 @@ impl SearchEngine {
                 clauses.push((Occur::Should, query));
             }
         }
-        Box::new(BooleanQuery::new(clauses))
+        clauses
     }
 
     fn top_docs(

@@ -142,6 +142,11 @@ pub struct Ranking {
     pub files_boost: f32,
     pub commands_boost: f32,
     pub errors_boost: f32,
+    /// A query term in more than this share of the records only adds to the
+    /// score of records found by the query's other terms (0.1; 1.0 turns it off).
+    pub common_term_share: f64,
+    /// ...on stores of at least this many records (20,000).
+    pub common_terms_from_records: u64,
 }
 
 impl Default for Ranking {
@@ -153,6 +158,8 @@ impl Default for Ranking {
             files_boost: 0.6,
             commands_boost: 1.0,
             errors_boost: 1.0,
+            common_term_share: 0.1,
+            common_terms_from_records: 20_000,
         }
     }
 }

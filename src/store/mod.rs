@@ -139,7 +139,8 @@ impl Store {
                 expected: FORMAT_VERSION,
             });
         }
-        let index = Index::open_in_dir(root.join("text"))?;
+        let mut index = Index::open_in_dir(root.join("text"))?;
+        crate::index::search_in_parallel(&mut index)?;
         register_tokenizers(&index);
         let fields = IndexFields::from_schema(&index.schema())?;
         Ok(Store {
