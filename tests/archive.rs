@@ -262,11 +262,8 @@ fn maintain_applies_the_policy_and_is_a_no_op_when_nothing_is_due() {
     let second = store.json(&["maintain"]);
     assert_eq!(second["due"], false, "{second}");
     // A policy that makes everything due archives, then prunes.
-    let config = store.path().join("config.toml");
-    let mut text = std::fs::read_to_string(&config).unwrap();
-    text = text.replace("archive_idle_for = \"14d\"", "archive_idle_for = \"0s\"");
-    text = text.replace("prune_after = \"30d\"", "prune_after = \"0s\"");
-    std::fs::write(&config, text).unwrap();
+    let old = store.set_config(&[("archive_idle_for", "\"0s\""), ("prune_after", "\"0s\"")]);
+    assert_eq!(old, ["\"14d\"", "\"30d\""]);
     let third = store.json(&["maintain"]);
     assert_eq!(third["archived"]["records"], 8, "{third}");
     assert!(third["pruned"]["records_pruned"].as_u64().unwrap() >= 4);
@@ -393,18 +390,6 @@ fn the_agent_service_reads_archived_records_by_id() {
         .is_none());
 }
 
-/// Sets `[retention]` keys of a store's config.toml.
-fn set_retention(store: &TestStore, pairs: &[(&str, &str)]) {
-    let config = store.path().join("config.toml");
-    let mut text = std::fs::read_to_string(&config).unwrap();
-    for (key, value) in pairs {
-        let start = text.find(&format!("{key} = ")).expect("key in config.toml");
-        let end = start + text[start..].find('\n').unwrap();
-        text.replace_range(start..end, &format!("{key} = {value}"));
-    }
-    std::fs::write(&config, text).unwrap();
-}
-
 #[test]
 fn writes_run_the_retention_check_and_apply_the_policy_when_due() {
     let store = TestStore::new();
@@ -417,13 +402,10 @@ fn writes_run_the_retention_check_and_apply_the_policy_when_due() {
 
     // A policy that makes everything due: the next write archives every L2
     // record at once, its own included, and says so on stderr.
-    set_retention(
-        &store,
-        &[
-            ("archive_idle_for", "\"0s\""),
-            ("archive_older_than", "\"0s\""),
-        ],
-    );
+    store.set_config(&[
+        ("archive_idle_for", "\"0s\""),
+        ("archive_older_than", "\"0s\""),
+    ]);
     std::fs::remove_file(&schedule).unwrap();
     let note = store.write(
         "note.json",
@@ -444,14 +426,11 @@ fn writes_run_the_retention_check_and_apply_the_policy_when_due() {
 #[test]
 fn maintain_on_write_can_be_turned_off() {
     let store = TestStore::new();
-    set_retention(
-        &store,
-        &[
-            ("archive_idle_for", "\"0s\""),
-            ("archive_older_than", "\"0s\""),
-            ("maintain_on_write", "false"),
-        ],
-    );
+    store.set_config(&[
+        ("archive_idle_for", "\"0s\""),
+        ("archive_older_than", "\"0s\""),
+        ("maintain_on_write", "false"),
+    ]);
     store.add_samples();
     assert!(!store.path().join("archive/maintain.json").exists());
     assert_eq!(tier_stats(&store, "l3")["records"], 0);

@@ -266,17 +266,8 @@ fn common_terms_only_score_records_found_by_the_other_terms() {
         "below the size threshold every record matches"
     );
 
-    let config = store.path().join("config.toml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    let lowered = text.replace(
-        "common_terms_from_records = 20000",
-        "common_terms_from_records = 10",
-    );
-    assert_ne!(
-        text, lowered,
-        "config.toml has no common_terms_from_records line"
-    );
-    std::fs::write(&config, lowered).unwrap();
+    let old = store.set_config(&[("common_terms_from_records", "10")]);
+    assert_eq!(old, ["20000"]);
 
     let split = scores(&store);
     let mut ids: Vec<&str> = split.iter().map(|(id, _)| id.as_str()).collect();

@@ -45,13 +45,8 @@ fn a_missing_store_says_how_to_create_one() {
 #[test]
 fn a_store_of_another_format_version_is_refused() {
     let store = TestStore::new();
-    let config = store.path().join("config.toml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        text.replace("format_version = 2", "format_version = 99"),
-    )
-    .unwrap();
+    let old = store.set_config(&[("format_version", "99")]);
+    assert_eq!(old, ["2"]);
     store.cmd().arg("stats").assert().code(1).stderr(
         predicate::str::contains("format version 99")
             .and(predicate::str::contains("reads version 2")),
@@ -239,14 +234,8 @@ fn help_shows_examples_and_usage_errors_exit_2() {
 #[test]
 fn config_can_make_adds_embed_later() {
     let store = TestStore::new();
-    let config = store.path().join("config.toml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    assert!(text.contains("on_add = \"now\""), "{text}");
-    std::fs::write(
-        &config,
-        text.replace("on_add = \"now\"", "on_add = \"later\""),
-    )
-    .unwrap();
+    let old = store.set_config(&[("on_add", "\"later\"")]);
+    assert_eq!(old, ["\"now\""]);
     store
         .cmd()
         .args(["add", "-"])

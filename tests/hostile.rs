@@ -125,13 +125,8 @@ fn a_100_kb_query_is_refused_naming_the_limit_then_allowed_when_raised() {
     assert!(stderr.contains("limits.max_query_bytes"), "{stderr}");
     assert!(stderr.contains("65536"), "{stderr}");
     // Raised in config.toml, the same query runs.
-    let config = store.path().join("config.toml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        text.replace("max_query_bytes = 65536", "max_query_bytes = 1000000"),
-    )
-    .unwrap();
+    let old = store.set_config(&[("max_query_bytes", "1000000")]);
+    assert_eq!(old, ["65536"]);
     let out = search(&store, &query);
     assert!(
         out.status.success(),
@@ -215,11 +210,8 @@ fn deeply_nested_metadata_is_a_clear_error_not_a_stack_overflow() {
 #[test]
 fn a_record_over_the_size_limit_is_refused_by_every_writer() {
     let store = store_with_scripts();
-    let config = store.path().join("config.toml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    let lowered = text.replace("max_record_bytes = 8388608", "max_record_bytes = 2000");
-    assert_ne!(text, lowered, "config.toml has no max_record_bytes line");
-    std::fs::write(&config, lowered).unwrap();
+    let old = store.set_config(&[("max_record_bytes", "2000")]);
+    assert_eq!(old, ["8388608"]);
     let before = store.snapshot();
     let long = "long ".repeat(1000);
     // `add` of a file.

@@ -72,9 +72,7 @@ impl L3Index {
     /// first collects files left by a writer killed before its commit (a stale
     /// `<segment>.<opstamp>.del` would make the next delete fail).
     pub fn writer(&self) -> Result<IndexWriter> {
-        let writer = self.index.writer_with_num_threads(1, WRITER_HEAP_BYTES)?;
-        writer.garbage_collect_files().wait()?;
-        Ok(writer)
+        crate::store::clean_writer(&self.index, 1, WRITER_HEAP_BYTES)
     }
 
     /// The searchable document of an archived record at `location`.

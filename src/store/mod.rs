@@ -185,7 +185,7 @@ impl Store {
     fn writer(&self, timeout: Duration) -> Result<(WriterLock, IndexWriter)> {
         let lock = WriterLock::acquire(&self.root.join("LOCK"), timeout)?;
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-        let writer = clean_writer(&self.index, threads)?;
+        let writer = clean_writer(&self.index, threads, WRITER_HEAP_BYTES)?;
         Ok((lock, writer))
     }
 
@@ -556,8 +556,12 @@ impl Store {
 /// segment fails. Collecting garbage first removes such leftovers (files no
 /// commit refers to). The caller holds the writer lock, so no other writer's
 /// files are in flight.
-pub(crate) fn clean_writer(index: &Index, threads: usize) -> Result<IndexWriter> {
-    let writer = index.writer_with_num_threads(threads, WRITER_HEAP_BYTES)?;
+pub(crate) fn clean_writer(
+    index: &Index,
+    threads: usize,
+    heap_bytes: usize,
+) -> Result<IndexWriter> {
+    let writer = index.writer_with_num_threads(threads, heap_bytes)?;
     writer.garbage_collect_files().wait()?;
     Ok(writer)
 }

@@ -148,7 +148,7 @@ impl Store {
         if ids.is_empty() {
             return Ok(());
         }
-        let writer = super::clean_writer(&self.index, 1)?;
+        let writer = super::clean_writer(&self.index, 1, super::WRITER_HEAP_BYTES)?;
         for id in ids {
             writer.delete_term(Term::from_field_text(self.fields.id, id));
         }
@@ -161,7 +161,7 @@ impl Store {
         if records.is_empty() {
             return Ok(());
         }
-        let writer = super::clean_writer(&self.index, 1)?;
+        let writer = super::clean_writer(&self.index, 1, super::WRITER_HEAP_BYTES)?;
         for (record, vector) in records {
             writer.delete_term(Term::from_field_text(self.fields.id, &record.id));
             writer.add_document(self.fields.document(record, record_hash(record), vector)?)?;

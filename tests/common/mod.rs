@@ -74,6 +74,27 @@ impl TestStore {
         files
     }
 
+    /// Sets `key = value` lines of the store's config.toml (values in TOML
+    /// syntax, e.g. `"\"0s\""`) and returns the values they replace. Every key
+    /// must already have a line (the store writes every setting with its default).
+    pub fn set_config(&self, pairs: &[(&str, &str)]) -> Vec<String> {
+        let path = self.path().join("config.toml");
+        let text = std::fs::read_to_string(&path).expect("read config.toml");
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        let mut old = Vec::with_capacity(pairs.len());
+        for (key, value) in pairs {
+            let prefix = format!("{key} = ");
+            let line = lines
+                .iter_mut()
+                .find(|line| line.starts_with(&prefix))
+                .unwrap_or_else(|| panic!("config.toml has no {key} line:\n{text}"));
+            old.push(line[prefix.len()..].to_string());
+            *line = format!("{prefix}{value}");
+        }
+        std::fs::write(&path, lines.join("\n") + "\n").expect("write config.toml");
+        old
+    }
+
     pub fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
         let path = self.dir.path().join(name);
         std::fs::write(&path, bytes).expect("write input");
