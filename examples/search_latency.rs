@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use knowledge_db::embed::{Embedder, FastEmbedder};
+use knowledge_db::embed::{Embedder, OnnxEmbedder, Workload};
 use knowledge_db::search::batch::read_queries;
 use knowledge_db::search::{Mode, RankOptions};
 use knowledge_db::{Filters, SearchEngine, Store};
@@ -34,7 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let engine = if mode == Mode::Bm25 {
         SearchEngine::new(&store)?
     } else {
-        let model = FastEmbedder::load_default().map_err(|e| e.to_string());
+        let model = OnnxEmbedder::load_default(Workload::Batches).map_err(|e| e.to_string());
         SearchEngine::with_embedder(&store, model.map(|m| Box::new(m) as Box<dyn Embedder>))?
     };
     let queries = read_queries(&PathBuf::from(queries))?;

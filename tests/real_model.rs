@@ -5,10 +5,10 @@
 mod common;
 
 use common::{samples, shared_eval, TestStore};
-use knowledge_db::embed::{dot, Embedder, FastEmbedder, ModelLocation};
+use knowledge_db::embed::{dot, Embedder, ModelLocation, OnnxEmbedder, Workload};
 
-fn model() -> FastEmbedder {
-    FastEmbedder::load(&ModelLocation::locate())
+fn model() -> OnnxEmbedder {
+    OnnxEmbedder::load(&ModelLocation::locate(), Workload::Batches)
         .unwrap_or_else(|e| panic!("{e} (./test.sh runs scripts/setup-model.sh first)"))
 }
 
@@ -25,6 +25,93 @@ fn vectors_match_the_published_model() {
         assert!((got - want).abs() < 1e-4, "{:?} vs {published:?}", &v[..5]);
     }
     assert!((dot(&v, &v) - 1.0).abs() < 1e-4, "vectors are unit length");
+}
+
+/// A model folder with the installed files linked in, except those left out.
+fn model_dir_without(left_out: &[&str]) -> (tempfile::TempDir, ModelLocation) {
+    let installed = ModelLocation::locate();
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(&installed.model_dir).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if !left_out.iter().any(|l| name == *l) {
+            std::os::unix::fs::symlink(entry.path(), dir.path().join(&name)).unwrap();
+        }
+    }
+    let location = ModelLocation {
+        model_dir: dir.path().to_path_buf(),
+        runtime: installed.runtime,
+    };
+    (dir, location)
+}
+
+const CHECK_TEXTS: [&str; 4] = [
+    "This is an example sentence",
+    "",
+    "E0502 cannot borrow `self.items` as mutable",
+    "a much longer sentence about refreshing oauth tokens before they expire, repeated \
+     so that the batch pads the short ones: refreshing oauth tokens before they expire",
+];
+
+fn max_difference(a: &[Vec<f32>], b: &[Vec<f32>]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .flat_map(|(x, y)| x.iter().zip(y).map(|(p, q)| (p - q).abs()))
+        .fold(0.0, f32::max)
+}
+
+/// `model.ort` (the setup script's optimised copy, run in place from a memory map)
+/// and `model.onnx` (the graph as converted) give the same vectors, for both ways
+/// of building the session.
+#[test]
+fn the_fast_loading_model_gives_the_vectors_of_the_converted_graph() {
+    let installed = ModelLocation::locate();
+    assert!(
+        installed.model_dir.join("model.ort").is_file(),
+        "scripts/setup-model.sh installs model.ort"
+    );
+    let (_dir, onnx_only) = model_dir_without(&["model.ort"]);
+    let reference = OnnxEmbedder::load(&onnx_only, Workload::Batches)
+        .unwrap()
+        .embed(&CHECK_TEXTS)
+        .unwrap();
+    for workload in [Workload::Queries, Workload::Batches] {
+        let got = OnnxEmbedder::load(&installed, workload)
+            .unwrap()
+            .embed(&CHECK_TEXTS)
+            .unwrap();
+        let diff = max_difference(&got, &reference);
+        assert!(diff < 1e-5, "{workload:?}: max difference {diff}");
+    }
+}
+
+/// A `model.ort` the runtime cannot read costs load time, never vectors.
+#[test]
+fn a_damaged_fast_loading_model_falls_back_to_the_onnx_graph() {
+    let (dir, location) = model_dir_without(&["model.ort"]);
+    std::fs::write(dir.path().join("model.ort"), b"not a model").unwrap();
+    let got = OnnxEmbedder::load(&location, Workload::Queries)
+        .unwrap()
+        .embed(&CHECK_TEXTS[..1])
+        .unwrap();
+    let reference = model().embed(&CHECK_TEXTS[..1]).unwrap();
+    assert!(max_difference(&got, &reference) < 1e-5);
+}
+
+#[test]
+fn missing_tokenizer_files_are_named() {
+    for missing in ["tokenizer.json", "tokenizer_config.json", "model.onnx"] {
+        let (_dir, location) = model_dir_without(&[missing]);
+        let error = OnnxEmbedder::load(&location, Workload::Queries)
+            .err()
+            .unwrap_or_else(|| panic!("loaded without {missing}"))
+            .to_string();
+        assert!(
+            error.contains(missing) && error.contains("setup-model.sh"),
+            "{error}"
+        );
+    }
 }
 
 #[test]

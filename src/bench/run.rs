@@ -32,7 +32,7 @@ use serde::Serialize;
 
 use super::{generate, GenOptions};
 use crate::embed::text::{embedding_text, text_hash};
-use crate::embed::{normalize, EmbedError, Embedder, FastEmbedder, DIM, MODEL_ID};
+use crate::embed::{normalize, EmbedError, Embedder, OnnxEmbedder, Workload, DIM, MODEL_ID};
 use crate::error::{Error, Result};
 use crate::record::{ParseOptions, Record};
 use crate::search::batch::read_queries;
@@ -229,7 +229,8 @@ pub fn run(options: &RunOptions, progress: &mut dyn FnMut(&str)) -> Result<RunRe
     let engine = if options.vectors == VectorPlan::None {
         SearchEngine::new(&store)?
     } else {
-        let model = FastEmbedder::load_default().map_err(|e| Error::Usage(e.to_string()))?;
+        let model = OnnxEmbedder::load_default(Workload::Batches)
+            .map_err(|e| Error::Usage(e.to_string()))?;
         SearchEngine::with_embedder(&store, Ok(Box::new(model) as Box<dyn Embedder>))?
     };
     let modes: &[Mode] = if options.vectors == VectorPlan::None {
@@ -511,7 +512,7 @@ fn peak_rss_mb() -> f64 {
 /// The embedder of a benchmark: the real model behind a persistent cache by text
 /// hash, and with `Sampled`, perturbed copies for texts outside the sample.
 struct BenchEmbedder {
-    model: Option<FastEmbedder>,
+    model: Option<OnnxEmbedder>,
     cache: HashMap<u64, Vec<f32>>,
     cache_path: PathBuf,
     new_in_cache: Vec<u64>,
@@ -580,9 +581,9 @@ impl BenchEmbedder {
         Ok(())
     }
 
-    fn model(&mut self) -> std::result::Result<&mut FastEmbedder, EmbedError> {
+    fn model(&mut self) -> std::result::Result<&mut OnnxEmbedder, EmbedError> {
         if self.model.is_none() {
-            self.model = Some(FastEmbedder::load_default()?);
+            self.model = Some(OnnxEmbedder::load_default(Workload::Batches)?);
         }
         self.model
             .as_mut()

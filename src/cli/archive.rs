@@ -273,7 +273,7 @@ pub(crate) fn run_restore(root: &Path, args: RestoreArgs) -> anyhow::Result<Exit
     let report = ops::restore(
         &store,
         &what,
-        || super::load_embedder().ok(),
+        || super::load_embedder(crate::embed::Workload::Batches).ok(),
         store.lock_timeout(args.lock_timeout),
     )?;
     if args.json {

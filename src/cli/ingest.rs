@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 
 use super::{load_embedder, output, EmbedWhen};
 use crate::embed::Embedder;
+use crate::embed::Workload;
 use crate::store::Store;
 use crate::transcript::ingest::{ingest, IngestOptions, IngestReport};
 use crate::transcript::{find_files, Format};
@@ -113,7 +114,7 @@ pub fn run(root: &std::path::Path, args: IngestArgs) -> anyhow::Result<ExitCode>
             if later {
                 None
             } else {
-                match load_embedder() {
+                match load_embedder(Workload::Batches) {
                     Ok(e) => Some(e),
                     Err(why) => {
                         eprintln!("note: {why}; adding for BM25 search only (run `knowledge-db embed` once the model is installed)");

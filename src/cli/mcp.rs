@@ -46,7 +46,7 @@ pub fn run(root: &Path, args: McpArgs) -> anyhow::Result<ExitCode> {
     let embedder = if args.no_vectors {
         Err("turned off with --no-vectors".to_string())
     } else {
-        super::load_embedder()
+        super::load_embedder(crate::embed::Workload::Batches)
     };
     if let Err(why) = &embedder {
         eprintln!("knowledge-db mcp: vector: unavailable: {why}; searching with BM25");

@@ -21,7 +21,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::embed::{Embedder, FastEmbedder};
+use crate::embed::{Embedder, OnnxEmbedder, Workload};
 use crate::error::Error;
 use crate::eval::{evaluate, EvalOptions};
 use crate::record::{Kind, ParseOptions};
@@ -608,7 +608,7 @@ fn add(root: &std::path::Path, args: AddArgs) -> anyhow::Result<ExitCode> {
         crate::store::config::EmbedOnAdd::Later => EmbedWhen::Later,
     });
     let mut embedder = match when {
-        EmbedWhen::Now => match load_embedder() {
+        EmbedWhen::Now => match load_embedder(Workload::Batches) {
             Ok(embedder) => Some(embedder),
             Err(why) => {
                 eprintln!("note: {why}; adding for BM25 search only (run `knowledge-db embed` once the model is installed)");
@@ -793,7 +793,7 @@ fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     };
     let needs_vectors = options.runs.iter().any(|r| r.mode != Mode::Bm25);
     let embedder = if needs_vectors {
-        load_embedder()
+        load_embedder(Workload::Batches)
     } else {
         Err("not used in --mode bm25".to_string())
     };
@@ -814,7 +814,7 @@ fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
 
 fn embed(root: &std::path::Path, args: EmbedArgs) -> anyhow::Result<ExitCode> {
     let store = Store::open(root)?;
-    let mut embedder = load_embedder().map_err(anyhow::Error::msg)?;
+    let mut embedder = load_embedder(Workload::Batches).map_err(anyhow::Error::msg)?;
     let bar = output::progress_bar();
     bar.set_message("embedding");
     let started = std::time::Instant::now();
@@ -838,8 +838,8 @@ fn embed(root: &std::path::Path, args: EmbedArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The real embedder, or why it cannot be loaded.
-fn load_embedder() -> Result<Box<dyn Embedder>, String> {
-    FastEmbedder::load_default()
+fn load_embedder(workload: Workload) -> Result<Box<dyn Embedder>, String> {
+    OnnxEmbedder::load_default(workload)
         .map(|e| Box::new(e) as Box<dyn Embedder>)
         .map_err(|e| e.to_string())
 }
@@ -855,7 +855,7 @@ fn engine_for(store: &Store, rank: &RankOptions) -> anyhow::Result<SearchEngine>
     let embedder = if coverage.with_vector == 0 && coverage.without_vector > 0 {
         Err("no record in the store has a vector yet (run `knowledge-db embed`)".to_string())
     } else {
-        load_embedder()
+        load_embedder(Workload::Queries)
     };
     Ok(SearchEngine::with_embedder(store, embedder)?)
 }

@@ -155,7 +155,7 @@ pub fn run(root: &Path, command: QmdCommand) -> anyhow::Result<ExitCode> {
             }
         }
         QmdCommand::Embed(args) => {
-            let done = match super::load_embedder() {
+            let done = match super::load_embedder(crate::embed::Workload::Batches) {
                 Ok(mut embedder) => store.embed_missing(
                     embedder.as_mut(),
                     256,

