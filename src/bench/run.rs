@@ -527,6 +527,8 @@ struct BenchEmbedder {
     embed_seconds: f64,
 }
 
+/// New vectors written to the cache file at least this often.
+const CACHE_SAVE_EVERY: usize = 2048;
 const CACHE_MAGIC: &[u8; 8] = b"KDBVC384";
 
 impl BenchEmbedder {
@@ -609,33 +611,48 @@ impl BenchEmbedder {
     }
 
     fn save_cache(&mut self) -> Result<()> {
-        if self.new_in_cache.is_empty() {
-            return Ok(());
-        }
-        if let Some(dir) = self.cache_path.parent() {
-            fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        }
-        let fresh = !self.cache_path.exists();
-        let file = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.cache_path)
-            .map_err(|e| Error::io(&self.cache_path, e))?;
-        let mut out = BufWriter::new(file);
-        let io = |e| Error::io(&self.cache_path, e);
-        if fresh {
-            out.write_all(CACHE_MAGIC).map_err(io)?;
-        }
-        for hash in &self.new_in_cache {
-            if let Some(v) = self.cache.get(hash) {
-                out.write_all(&hash.to_le_bytes()).map_err(io)?;
-                out.write_all(&crate::vectors::encode(v)).map_err(io)?;
-            }
-        }
-        out.flush().map_err(io)?;
+        let entries = self
+            .new_in_cache
+            .iter()
+            .filter_map(|hash| Some((*hash, self.cache.get(hash)?.as_slice())));
+        append_to_cache(&self.cache_path, entries)?;
         self.new_in_cache.clear();
         Ok(())
     }
+}
+
+/// Appends `(text hash, vector)` entries to the cache file, creating it if needed.
+fn append_to_cache<'v>(path: &Path, entries: impl Iterator<Item = (u64, &'v [f32])>) -> Result<()> {
+    let mut entries = entries.peekable();
+    if entries.peek().is_none() {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    let io = |e| Error::io(path, e);
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(io)?;
+    // A run killed while saving leaves a torn last entry; appending after it
+    // would shift every later entry, so it is cut off first.
+    let len = file.metadata().map_err(io)?.len();
+    let entry = (8 + DIM * 4) as u64;
+    let magic = CACHE_MAGIC.len() as u64;
+    if len > magic && (len - magic) % entry != 0 {
+        file.set_len(len - (len - magic) % entry).map_err(io)?;
+    }
+    let mut out = BufWriter::new(file);
+    if len == 0 {
+        out.write_all(CACHE_MAGIC).map_err(io)?;
+    }
+    for (hash, v) in entries {
+        out.write_all(&hash.to_le_bytes()).map_err(io)?;
+        out.write_all(&crate::vectors::encode(v)).map_err(io)?;
+    }
+    out.flush().map_err(io)
 }
 
 impl Embedder for BenchEmbedder {
@@ -664,6 +681,11 @@ impl Embedder for BenchEmbedder {
             for (&i, v) in todo.iter().zip(vectors) {
                 self.cache.insert(hashes[i], v);
                 self.new_in_cache.push(hashes[i]);
+            }
+            // A long run that dies keeps what it embedded (an hour at 100k).
+            if self.new_in_cache.len() >= CACHE_SAVE_EVERY {
+                self.save_cache()
+                    .map_err(|e| EmbedError::Inference(format!("saving the vector cache: {e}")))?;
             }
         }
         let mut out = Vec::with_capacity(texts.len());
@@ -710,4 +732,34 @@ fn load_cache(path: &Path) -> Result<HashMap<u64, Vec<f32>>> {
         }
     }
     Ok(cache)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vector(seed: f32) -> Vec<f32> {
+        (0..DIM).map(|i| seed + i as f32).collect()
+    }
+
+    #[test]
+    fn the_vector_cache_survives_a_run_killed_while_saving() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache.bin");
+        let (a, b, c) = (vector(1.0), vector(2.0), vector(3.0));
+        append_to_cache(&path, [(1, a.as_slice()), (2, b.as_slice())].into_iter()).unwrap();
+        // Killed halfway through writing entry 2.
+        let len = fs::metadata(&path).unwrap().len();
+        let file = fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.set_len(len - 100).unwrap();
+        append_to_cache(&path, [(3, c.as_slice())].into_iter()).unwrap();
+        let cache = load_cache(&path).unwrap();
+        assert_eq!(
+            cache.len(),
+            2,
+            "the torn entry is dropped, the next one is whole"
+        );
+        assert_eq!(cache[&1], a);
+        assert_eq!(cache[&3], c);
+    }
 }
