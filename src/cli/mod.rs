@@ -671,7 +671,12 @@ fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result<ExitCode> 
     let rank = args.rank.options();
     // Tier searches rank by BM25 alone: no model to load.
     let engine = if args.tier == TierFilter::L2 {
-        engine_for(&store, &rank)?
+        // A queries file is a long run: a session that loads slower, embeds faster.
+        let workload = match args.queries {
+            Some(_) => Workload::Batches,
+            None => Workload::Queries,
+        };
+        engine_for(&store, &rank, workload)?
     } else {
         SearchEngine::new(&store)?
     };
@@ -845,8 +850,13 @@ fn load_embedder(workload: Workload) -> Result<Box<dyn Embedder>, String> {
 }
 
 /// A search engine for `rank`: BM25 alone needs no model; otherwise the model is
-/// loaded only if the store has vectors to compare with.
-fn engine_for(store: &Store, rank: &RankOptions) -> anyhow::Result<SearchEngine> {
+/// loaded only if the store has vectors to compare with, set up for one query
+/// (fast to load) or for many (`workload`).
+fn engine_for(
+    store: &Store,
+    rank: &RankOptions,
+    workload: Workload,
+) -> anyhow::Result<SearchEngine> {
     if rank.mode == Mode::Bm25 {
         return Ok(SearchEngine::new(store)?);
     }
@@ -855,7 +865,7 @@ fn engine_for(store: &Store, rank: &RankOptions) -> anyhow::Result<SearchEngine>
     let embedder = if coverage.with_vector == 0 && coverage.without_vector > 0 {
         Err("no record in the store has a vector yet (run `knowledge-db embed`)".to_string())
     } else {
-        load_embedder(Workload::Queries)
+        load_embedder(workload)
     };
     Ok(SearchEngine::with_embedder(store, embedder)?)
 }

@@ -252,7 +252,7 @@ fn search(
             mode: mode.mode(),
             ..Default::default()
         };
-        super::engine_for(store, &rank)?
+        super::engine_for(store, &rank, crate::embed::Workload::Queries)?
     };
     let hits = qmd::search(
         store,

@@ -96,17 +96,18 @@ impl OnnxEmbedder {
         }
         let dir = &location.model_dir;
         let onnx = required(dir, "model.onnx")?;
-        let environment = runtime(&location.runtime)?;
-        // The tokenizer is parsed while the runtime builds the session.
-        let tokenizer = std::thread::scope(|scope| {
+        // The tokenizer is parsed while the runtime loads and builds the session.
+        let loaded = std::thread::scope(|scope| {
             let tokenizer = scope.spawn(|| load_tokenizer(dir));
-            let session = open_session(&environment, &dir.join("model.ort"), &onnx, workload);
+            let session = runtime(&location.runtime).and_then(|environment| {
+                open_session(&environment, &dir.join("model.ort"), &onnx, workload)
+            });
             let tokenizer = tokenizer
                 .join()
                 .unwrap_or_else(|_| Err(model_error(dir, "the tokenizer loader panicked")));
             session.and_then(|session| Ok((session, tokenizer?)))
         });
-        let ((session, model), tokenizer) = tokenizer?;
+        let ((session, model), tokenizer) = loaded?;
         let wants_token_types = session
             .inputs()
             .iter()
