@@ -641,7 +641,7 @@ fn append_to_cache<'v>(path: &Path, entries: impl Iterator<Item = (u64, &'v [f32
     let len = file.metadata().map_err(io)?.len();
     let entry = (8 + DIM * 4) as u64;
     let magic = CACHE_MAGIC.len() as u64;
-    if len > magic && (len - magic) % entry != 0 {
+    if len > magic && !(len - magic).is_multiple_of(entry) {
         file.set_len(len - (len - magic) % entry).map_err(io)?;
     }
     let mut out = BufWriter::new(file);
