@@ -126,6 +126,12 @@ impl OnnxEmbedder {
             .encode_batch(texts.to_vec(), true)
             .map_err(|e| EmbedError::Inference(format!("tokenizing: {e}")))?;
         let width = encodings.first().map_or(0, |e| e.len());
+        if width == 0 {
+            // Never for this tokenizer (it adds [CLS] and [SEP] to every text).
+            return Err(EmbedError::Inference(
+                "the tokenizer produced no tokens".into(),
+            ));
+        }
         let cells = texts.len() * width;
         let (mut ids, mut mask, mut types) = (
             Vec::with_capacity(cells),
@@ -279,8 +285,11 @@ fn load_tokenizer(dir: &Path) -> Result<Tokenizer, EmbedError> {
 
 /// The mean of each row's real-token states (`mask` 1), scaled to unit length.
 fn mean_pool(states: &[f32], mask: &[i64], width: usize) -> Vec<Vec<f32>> {
-    mask.chunks(width.max(1))
-        .zip(states.chunks(width * DIM).filter(|_| width > 0))
+    if width == 0 {
+        return Vec::new();
+    }
+    mask.chunks(width)
+        .zip(states.chunks(width * DIM))
         .map(|(row_mask, row_states)| {
             let mut sum = vec![0f32; DIM];
             let mut tokens = 0f32;
