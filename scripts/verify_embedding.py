@@ -58,6 +58,8 @@ REFERENCE_START = [0.06766, 0.06350, 0.04871, 0.07930, 0.03745]
 REFERENCE_TOLERANCE = 1e-4
 PADDING_TOLERANCE = 1e-5
 ORT_FORMAT_TOLERANCE = 1e-5
+# Well over MAX_TOKENS tokens: runs truncated, at every position embedding.
+LONG_TEXT = " ".join(f"word{i} of a long text" for i in range(300))
 PADDING_TEXTS = [
     "A short one.",
     "This second sentence is deliberately a good deal longer than the first, so that "
@@ -146,9 +148,8 @@ def check_padding(embedder: Embedder) -> None:
 
 
 def check_truncation(embedder: Embedder) -> None:
-    long_text = " ".join(f"word{i} of a long text" for i in range(300))
-    states, _ = embedder.token_states([long_text])
-    vector = embedder.embed([long_text])[0]
+    states, _ = embedder.token_states([LONG_TEXT])
+    vector = embedder.embed([LONG_TEXT])[0]
     print(f"verify: long text truncated to {states.shape[1]} tokens -> output {list(states.shape)}")
     if (
         states.shape != (1, MAX_TOKENS, 384)
@@ -173,7 +174,7 @@ def write_ort_model(model_dir: Path) -> None:
 
 def check_ort_format(reference: Embedder, model_dir: Path) -> None:
     converted = Embedder(model_dir, "model.ort")
-    texts = [REFERENCE_TEXT, *PADDING_TEXTS, " ".join(f"word{i} of a long text" for i in range(300))]
+    texts = [REFERENCE_TEXT, *PADDING_TEXTS, LONG_TEXT]
     diff = float(np.abs(converted.embed(texts) - reference.embed(texts)).max())
     print(f"verify: model.ort vs model.onnx on {len(texts)} texts: max diff {diff:.1e} (limit {ORT_FORMAT_TOLERANCE:.0e})")
     if not diff <= ORT_FORMAT_TOLERANCE:

@@ -530,6 +530,8 @@ struct BenchEmbedder {
 /// New vectors written to the cache file at least this often.
 const CACHE_SAVE_EVERY: usize = 2048;
 const CACHE_MAGIC: &[u8; 8] = b"KDBVC384";
+/// One cache entry: the text hash (u64, little-endian), then the vector.
+const CACHE_ENTRY_BYTES: usize = 8 + DIM * 4;
 
 impl BenchEmbedder {
     fn new(options: &RunOptions, records: &[Record]) -> Result<BenchEmbedder> {
@@ -639,7 +641,7 @@ fn append_to_cache<'v>(path: &Path, entries: impl Iterator<Item = (u64, &'v [f32
     // A run killed while saving leaves a torn last entry; appending after it
     // would shift every later entry, so it is cut off first.
     let len = file.metadata().map_err(io)?.len();
-    let entry = (8 + DIM * 4) as u64;
+    let entry = CACHE_ENTRY_BYTES as u64;
     let magic = CACHE_MAGIC.len() as u64;
     if len > magic && !(len - magic).is_multiple_of(entry) {
         file.set_len(len - (len - magic) % entry).map_err(io)?;
@@ -723,7 +725,7 @@ fn load_cache(path: &Path) -> Result<HashMap<u64, Vec<f32>>> {
             path.display()
         )));
     }
-    let mut entry = vec![0u8; 8 + DIM * 4];
+    let mut entry = vec![0u8; CACHE_ENTRY_BYTES];
     // A torn last entry (a run killed while saving) is ignored.
     while input.read_exact(&mut entry).is_ok() {
         let hash = u64::from_le_bytes(entry[..8].try_into().unwrap_or_default());

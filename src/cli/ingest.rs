@@ -6,8 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 
 use super::{load_embedder, output, EmbedWhen};
-use crate::embed::Embedder;
-use crate::embed::Workload;
+use crate::embed::{Embedder, Workload};
 use crate::store::Store;
 use crate::transcript::ingest::{ingest, IngestOptions, IngestReport};
 use crate::transcript::{find_files, Format};
