@@ -102,19 +102,8 @@ pub fn normalize(v: &mut [f32]) {
     }
 }
 
-/// Dot product; the cosine similarity of unit vectors.
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    // Four accumulators let the compiler vectorise without reassociating floats.
-    let mut acc = [0.0f32; 4];
-    let chunks = a.len() / 4 * 4;
-    for i in (0..chunks).step_by(4) {
-        for lane in 0..4 {
-            acc[lane] += a[i + lane] * b[i + lane];
-        }
-    }
-    let tail: f32 = (chunks..a.len()).map(|i| a[i] * b[i]).sum();
-    acc.iter().sum::<f32>() + tail
-}
+/// Dot product; the cosine similarity of unit vectors (SIMD where the CPU has it).
+pub use crate::vectors::dot::dot;
 
 /// A deterministic embedder for tests: each analysed term adds ±1 to a few hashed
 /// dimensions. Texts sharing words are close; it knows nothing of meaning.

@@ -7,6 +7,8 @@
 //! once written, so neither do these files: a file is either there and right, or
 //! missing and rebuilt from the stored embeddings (never by re-embedding). Deletes
 //! and upserts need nothing here: tantivy's alive set says which rows count.
+//! A segment none of whose records has a vector (a BM25-only store, records
+//! added with `--embed later`) has no file at all.
 //!
 //! Files are memory-mapped, so a one-shot search reads only the pages it touches.
 //! Small segments are scanned exactly (measured by `examples/vector_scan.rs` at
@@ -15,6 +17,7 @@
 //! filter too selective for the walk falls back to the exact scan of the records
 //! it keeps, so a selective filter always returns its k best, never fewer.
 
+pub mod dot;
 pub mod graph;
 
 use std::fs;
@@ -29,6 +32,7 @@ use tantivy::{DocAddress, DocId, Score, Searcher, SegmentOrdinal, SegmentReader,
 
 use crate::error::{Error, Result};
 use crate::index::IndexFields;
+use dot::dot_le;
 use graph::Graph;
 
 const MAGIC: &[u8; 4] = b"KDBV";
@@ -50,26 +54,6 @@ pub fn decode(bytes: &[u8], dim: usize) -> Option<Vec<f32>> {
     })
 }
 
-/// Dot product of a query with a row of little-endian f32 bytes.
-fn dot_le(query: &[f32], row: &[u8]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let mut chunks = row.chunks_exact(32).zip(query.chunks_exact(8));
-    for (bytes, q) in &mut chunks {
-        for lane in 0..8 {
-            let b = &bytes[lane * 4..lane * 4 + 4];
-            acc[lane] += q[lane] * f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-        }
-    }
-    let done = query.len() / 8 * 8;
-    let tail: f32 = (done..query.len())
-        .map(|i| {
-            query[i]
-                * f32::from_le_bytes([row[i * 4], row[i * 4 + 1], row[i * 4 + 2], row[i * 4 + 3]])
-        })
-        .sum();
-    acc.iter().sum::<f32>() + tail
-}
-
 /// The vector rows of one segment, and its graph when it has one.
 struct SegmentVectors {
     map: Mmap,
@@ -89,9 +73,10 @@ impl SegmentVectors {
     }
 }
 
-/// Memory-mapped vectors of every segment of one searcher.
+/// Memory-mapped vectors of every segment of one searcher (`None` for a
+/// segment none of whose records has a vector: it has no file).
 pub struct VectorIndex {
-    segments: Vec<SegmentVectors>,
+    segments: Vec<Option<SegmentVectors>>,
     dim: usize,
 }
 
@@ -113,13 +98,16 @@ impl VectorIndex {
         let dir = root.join("vectors");
         let mut segments = Vec::with_capacity(searcher.segment_readers().len());
         for segment in searcher.segment_readers() {
-            let path = ensure_segment_file(&dir, segment, fields, dim)?;
+            let Some(path) = ensure_segment_file(&dir, segment, fields, dim)? else {
+                segments.push(None);
+                continue;
+            };
             let file = fs::File::open(&path).map_err(|e| Error::io(&path, e))?;
             // SAFETY: vector files are written to a temporary name and renamed into
             // place complete; nothing ever writes to them afterwards.
             let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(&path, e))?;
             let graph = Graph::open(&graph_file(&dir, segment), dim, segment.max_doc());
-            segments.push(SegmentVectors { map, dim, graph });
+            segments.push(Some(SegmentVectors { map, dim, graph }));
         }
         Ok(VectorIndex { segments, dim })
     }
@@ -150,7 +138,7 @@ impl VectorIndex {
         };
         let mut scored: Vec<(f32, DocAddress)> = Vec::new();
         for (ord, segment) in searcher.segment_readers().iter().enumerate() {
-            let Some(vectors) = self.segments.get(ord) else {
+            let Some(Some(vectors)) = self.segments.get(ord) else {
                 continue;
             };
             let allowed = match &filtered {
@@ -169,7 +157,11 @@ impl VectorIndex {
 
     /// How many segments have a graph, out of all.
     pub fn graphs(&self) -> (usize, usize) {
-        let with = self.segments.iter().filter(|s| s.graph.is_some()).count();
+        let with = self
+            .segments
+            .iter()
+            .filter(|s| s.as_ref().is_some_and(|s| s.graph.is_some()))
+            .count();
         (with, self.segments.len())
     }
 }
@@ -309,7 +301,9 @@ pub fn sync(
     let dir = root.join("vectors");
     let mut live = Vec::new();
     for segment in searcher.segment_readers() {
-        let vec_path = ensure_segment_file(&dir, segment, fields, dim)?;
+        let Some(vec_path) = ensure_segment_file(&dir, segment, fields, dim)? else {
+            continue;
+        };
         live.push(vec_path.clone());
         if let Some(graph_path) = ensure_graph(&dir, segment, &vec_path, dim, graph_min_rows)? {
             live.push(graph_path);
@@ -393,7 +387,9 @@ pub fn verify(
         let graph_path = graph_file(&dir, segment);
         live.push(graph_path.clone());
         if !path.exists() {
-            missing += 1;
+            if has_any_vector(segment)? {
+                missing += 1;
+            }
         } else if !header_matches(&path, dim, segment.max_doc())
             || fs::metadata(&path).map_or(0, |m| m.len())
                 != (HEADER + segment.max_doc() as usize * dim * 4) as u64
@@ -539,19 +535,31 @@ fn segment_file(dir: &Path, segment: &SegmentReader) -> PathBuf {
     dir.join(format!("{}.vec", segment.segment_id().uuid_string()))
 }
 
-/// The segment's vector file, written from the stored embeddings if missing or damaged.
+/// Whether any record of the segment (live or deleted) was stored with a vector.
+fn has_any_vector(segment: &SegmentReader) -> Result<bool> {
+    Ok(segment.fast_fields().u64("has_vector")?.max_value() > 0)
+}
+
+/// The segment's vector file, written from the stored embeddings if missing or
+/// damaged; `None` when no record of the segment has a vector (a BM25-only
+/// store, or records added with `--embed later`): a file of zero rows would
+/// cost 1.5 KB per record on disk and a read of every stored record to write.
+/// A valid file written before that rule is kept.
 fn ensure_segment_file(
     dir: &Path,
     segment: &SegmentReader,
     fields: &IndexFields,
     dim: usize,
-) -> Result<PathBuf> {
+) -> Result<Option<PathBuf>> {
     let path = segment_file(dir, segment);
     let expected = (HEADER + segment.max_doc() as usize * dim * 4) as u64;
     if fs::metadata(&path).is_ok_and(|m| m.len() == expected)
         && header_matches(&path, dim, segment.max_doc())
     {
-        return Ok(path);
+        return Ok(Some(path));
+    }
+    if !has_any_vector(segment)? {
+        return Ok(None);
     }
     fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let store = segment
@@ -582,7 +590,7 @@ fn ensure_segment_file(
     }
     // A cache file needs no fsync: if it is lost or torn, it is rebuilt.
     tmp.persist(&path).map_err(|e| Error::io(&path, e.error))?;
-    Ok(path)
+    Ok(Some(path))
 }
 
 fn header_matches(path: &Path, dim: usize, rows: u32) -> bool {
@@ -671,16 +679,6 @@ mod tests {
         let v = vec![0.5f32, -1.25, 3.0];
         assert_eq!(decode(&encode(&v), 3), Some(v));
         assert_eq!(decode(&[0u8; 8], 3), None);
-    }
-
-    #[test]
-    fn byte_dot_matches_float_dot() {
-        let q: Vec<f32> = (0..384).map(|i| (i as f32 * 0.1).sin()).collect();
-        let r: Vec<f32> = (0..384).map(|i| (i as f32 * 0.3).cos()).collect();
-        let expected = crate::embed::dot(&q, &r);
-        assert!((dot_le(&q, &encode(&r)) - expected).abs() < 1e-3);
-        let q5 = &q[..5];
-        assert!((dot_le(q5, &encode(&r[..5])) - crate::embed::dot(q5, &r[..5])).abs() < 1e-5);
     }
 
     #[test]
