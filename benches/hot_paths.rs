@@ -1,22 +1,30 @@
-//! Criterion benchmarks of the hot paths: the code tokenizer, a BM25 query, the
-//! HNSW graph walk and the exact vector scan, and score fusion.
+//! Criterion benchmarks of the hot paths: the code tokenizer and the analyzer
+//! (tokenizer + stemming), a BM25 query, the HNSW graph walk and the exact
+//! vector scan, score fusion, zstd archive frames and transcript parsing.
 //!
 //! Run with `cargo bench --bench hot_paths` (not part of CI). The stores are
 //! built once per benchmark group with the deterministic test embedder, so the
-//! numbers measure the store, not the model.
+//! numbers measure the store, not the model. Transcript parsing and the
+//! analyzer read the largest real Claude Code session in
+//! `../shared/eval/transcripts` when it is there (else the project's samples).
 
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use std::path::PathBuf;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use knowledge_db::archive::{frame, FRAME_BYTES, ZSTD_LEVEL};
 use knowledge_db::embed::{Embedder, HashEmbedder, DIM};
 use knowledge_db::error::Origin;
-use knowledge_db::index::tokenizer::tokenize;
+use knowledge_db::index::tokenizer::{analyzer, tokenize, CodeTokenizer};
 use knowledge_db::record::{parse_record, ParseOptions};
 use knowledge_db::search::fusion::{fuse, Fusion};
 use knowledge_db::search::{Mode, RankOptions};
+use knowledge_db::transcript::{self, ReadFrom};
 use knowledge_db::{Filters, SearchEngine, Store};
 use serde_json::json;
+use tantivy::tokenizer::{Language, RemoveLongFilter, Stemmer, TextAnalyzer, TokenStream};
 
 const WORDS: [&str; 24] = [
     "token",
@@ -91,6 +99,114 @@ fn tokenizer(c: &mut Criterion) {
     });
 }
 
+/// The largest real Claude Code transcript beside the checkout, else a sample.
+fn transcript_file() -> PathBuf {
+    let real = PathBuf::from("../shared/eval/transcripts/claude-code-entire-cli");
+    let largest = std::fs::read_dir(&real).ok().and_then(|entries| {
+        entries
+            .flatten()
+            .filter_map(|e| Some((e.metadata().ok()?.len(), e.path())))
+            .filter(|(_, p)| p.to_string_lossy().ends_with(".jsonl.gz"))
+            .max()
+            .map(|(_, p)| p)
+    });
+    largest.unwrap_or_else(|| {
+        PathBuf::from("data-samples/transcripts/7c2e9f10-4b3a-4d8e-9a61-2f5c0d8e1b47.jsonl.gz")
+    })
+}
+
+/// Tokens out of an analyzer (the count, so nothing is optimised away).
+fn analyzed(analyzer: &mut TextAnalyzer, text: &str) -> usize {
+    let mut stream = analyzer.token_stream(text);
+    let mut count = 0;
+    while stream.advance() {
+        count += stream.token().text.len();
+    }
+    count
+}
+
+/// What indexing does to every field: the code tokenizer and English stemming,
+/// with tantivy's stemmer as it was and with the per-thread map of stems.
+fn analyze(c: &mut Criterion) {
+    let path = transcript_file();
+    let parsed = transcript::read_file(&path, None, ReadFrom::default()).expect("transcript");
+    let text: String = parsed
+        .messages
+        .iter()
+        .map(|m| m.text())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut end = text.len().min(256 * 1024);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let text = &text[..end];
+    let mut group = c.benchmark_group("analyze 256 KB of a real transcript");
+    group.throughput(Throughput::Bytes(text.len() as u64));
+    let mut plain = TextAnalyzer::builder(CodeTokenizer)
+        .filter(RemoveLongFilter::limit(80))
+        .filter(Stemmer::new(Language::English))
+        .build();
+    group.bench_function("tokenize + tantivy stemmer", |b| {
+        b.iter(|| analyzed(&mut plain, black_box(text)))
+    });
+    let mut cached = analyzer();
+    group.bench_function("tokenize + cached stemmer", |b| {
+        b.iter(|| analyzed(&mut cached, black_box(text)))
+    });
+    group.finish();
+}
+
+fn transcript_parsing(c: &mut Criterion) {
+    let path = transcript_file();
+    let bytes = transcript::read_bytes(&path).expect("transcript bytes");
+    let mut group = c.benchmark_group("transcript parsing");
+    group.throughput(Throughput::Bytes(bytes.len() as u64));
+    group.bench_function("largest real Claude Code session", |b| {
+        b.iter(|| {
+            transcript::read_slice(&path, black_box(&bytes), None, ReadFrom::default())
+                .expect("parse")
+                .messages
+                .len()
+        })
+    });
+    group.finish();
+}
+
+/// One archive frame: 256 KB of record JSON lines, as `archive` writes them.
+fn archive_frames(c: &mut Criterion) {
+    let mut jsonl = Vec::new();
+    let mut records = 0u32;
+    while jsonl.len() < FRAME_BYTES {
+        let line =
+            json!({"id": format!("n{records}"), "kind": "note", "text": text(records as usize)});
+        jsonl.extend_from_slice(line.to_string().as_bytes());
+        jsonl.push(b'\n');
+        records += 1;
+    }
+    let encoded = frame::encode(&jsonl, records, ZSTD_LEVEL).expect("encode");
+    let info = frame::scan_bytes(&encoded).frames[0];
+    let mut group = c.benchmark_group("archive frame of 256 KB");
+    group.throughput(Throughput::Bytes(jsonl.len() as u64));
+    group.bench_function("compress (zstd 9) + checksum", |b| {
+        b.iter(|| {
+            frame::encode(black_box(&jsonl), records, ZSTD_LEVEL)
+                .expect("encode")
+                .len()
+        })
+    });
+    group.bench_function("check + decompress", |b| {
+        b.iter(|| {
+            let scan = frame::scan_bytes(black_box(&encoded));
+            frame::decode_in(&encoded, &scan.frames[0])
+                .expect("decode")
+                .len()
+        })
+    });
+    group.finish();
+    assert_eq!(frame::decode_in(&encoded, &info).expect("decode"), jsonl);
+}
+
 fn fusion(c: &mut Criterion) {
     let bm25: Vec<(f32, u32)> = (0..100).map(|i| (100.0 - i as f32, i * 3)).collect();
     let vector: Vec<(f32, u32)> = (0..100).map(|i| (1.0 - i as f32 / 200.0, i * 5)).collect();
@@ -139,6 +255,6 @@ fn search(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(30).measurement_time(Duration::from_secs(3));
-    targets = tokenizer, fusion, search
+    targets = tokenizer, analyze, transcript_parsing, archive_frames, fusion, search
 }
 criterion_main!(benches);

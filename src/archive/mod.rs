@@ -49,9 +49,9 @@ const FILE_SUFFIX: &str = ".jsonl.zst";
 const FRAME_RECORDS: usize = 128;
 /// … or this many bytes of JSON lines, whichever comes first. Small enough that
 /// reading one search hit decompresses little, large enough to compress well.
-const FRAME_BYTES: usize = 256 * 1024;
+pub const FRAME_BYTES: usize = 256 * 1024;
 /// zstd level: 9 is still fast (tens of MB/s per core) and compresses JSON well.
-const ZSTD_LEVEL: i32 = 9;
+pub const ZSTD_LEVEL: i32 = 9;
 
 /// One archived record: the record itself plus what `restore` needs to put it
 /// back exactly as it was.

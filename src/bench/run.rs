@@ -130,6 +130,8 @@ pub struct RunReport {
     pub search_peak_rss_mb: f64,
     pub one_shot_cli: Vec<CliTiming>,
     pub vector_graphs: usize,
+    /// Segments of the searched store's text index.
+    pub segments: usize,
 }
 
 /// Runs the whole benchmark. `progress` gets a phase name.
@@ -174,6 +176,7 @@ pub fn run(options: &RunOptions, progress: &mut dyn FnMut(&str)) -> Result<RunRe
         search_peak_rss_mb: 0.0,
         one_shot_cli: Vec::new(),
         vector_graphs: 0,
+        segments: 0,
     };
     let targets: Vec<String> = queries.iter().map(target_of).collect();
     let texts: Vec<String> = queries.iter().map(|q| q.text.clone()).collect();
@@ -250,6 +253,7 @@ pub fn run(options: &RunOptions, progress: &mut dyn FnMut(&str)) -> Result<RunRe
     }
     report.search_peak_rss_mb = peak_rss_mb();
     report.vector_graphs = crate::vectors::graph_count(&store_dir);
+    report.segments = store.reader()?.searcher().segment_readers().len();
     drop(engine);
 
     progress("timing one-shot CLI searches");

@@ -136,8 +136,8 @@ fn print_report(r: &RunReport) {
         );
     }
     println!(
-        "peak RSS while searching {:.0} MB; {} HNSW graphs",
-        r.search_peak_rss_mb, r.vector_graphs
+        "peak RSS while searching {:.0} MB; {} segments, {} HNSW graphs",
+        r.search_peak_rss_mb, r.segments, r.vector_graphs
     );
     for c in &r.one_shot_cli {
         println!(

@@ -41,8 +41,14 @@ use crate::error::{Error, Result};
 use crate::index::{record_hash, register_tokenizers, IndexFields, VectorField};
 use crate::record::{Kind, Record};
 
-/// Memory tantivy may use to buffer new documents before flushing a segment.
-const WRITER_HEAP_BYTES: usize = 128 * 1024 * 1024;
+/// Memory tantivy may use to buffer new documents before flushing a segment
+/// (shared by the indexing threads; allocated as documents arrive, so a small
+/// add uses little of it). Indexing takes about 1 KB per agent record, so a
+/// bulk add of up to about 1.4M records is written as one segment per
+/// indexing thread, with no flushes and no merges while adding. With 128 MB,
+/// 1M records became nine segments (a merge of eight flushes rewrote half of
+/// them during the add), and every search then walked nine vector graphs.
+const WRITER_HEAP_BYTES: usize = 1536 * 1024 * 1024;
 
 /// An opened store.
 pub struct Store {
