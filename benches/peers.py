@@ -30,7 +30,8 @@ import time
 
 import numpy as np
 
-os.environ.setdefault("LANCE_LOG", "error")
+# LanceDB's Rust side logs deprecation notes on every query unless told not to.
+os.environ.setdefault("LANCEDB_LOG", "error")
 os.environ.setdefault("RUST_LOG", "error")
 
 DIM = 384
@@ -134,6 +135,7 @@ def run_bm25s(docs, queries):
 def run_lancedb(docs, queries, dv, qv):
     import lancedb
     import pyarrow as pa
+    from lancedb.index import FTS, IvfPq
 
     folder = tempfile.mkdtemp()
     start = time.perf_counter()
@@ -146,9 +148,9 @@ def run_lancedb(docs, queries, dv, qv):
             "vector": pa.FixedSizeListArray.from_arrays(pa.array(dv.reshape(-1)), DIM),
         }),
     )
-    table.create_fts_index("text")
+    table.create_index("text", config=FTS())
     if len(docs) >= 100_000:
-        table.create_index(metric="cosine", vector_column_name="vector")
+        table.create_index("vector", config=IvfPq(distance_type="cosine"))
     index_s = time.perf_counter() - start
     times, hits = [], 0
     for q, vec in zip(queries, qv):

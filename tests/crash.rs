@@ -356,18 +356,13 @@ fn ingest_survives_kill_9() {
 }
 
 /// `maintain` archives and prunes at once with this policy.
-const EAGER_RETENTION: &str =
-    "\n[retention]\narchive_older_than = \"1d\"\narchive_idle_for = \"0s\"\nprune_after = \"0s\"\n";
-
+/// Archives records a day old at once and prunes them as soon as archived.
 fn set_eager_retention(store: &TestStore) {
-    let path = store.path().join("config.toml");
-    let config = std::fs::read_to_string(&path).unwrap();
-    let kept: String = config
-        .split("\n[")
-        .filter(|table| !table.starts_with("retention]"))
-        .collect::<Vec<_>>()
-        .join("\n[");
-    std::fs::write(&path, kept + EAGER_RETENTION).unwrap();
+    store.set_config(&[
+        ("archive_older_than", "\"1d\""),
+        ("archive_idle_for", "\"0s\""),
+        ("prune_after", "\"0s\""),
+    ]);
 }
 
 #[test]
