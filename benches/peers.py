@@ -173,8 +173,18 @@ def main():
     parser.add_argument("export", help="the folder `bench run --export` wrote")
     parser.add_argument("--knowledge-db", help="`bench run --json` report of the same run")
     parser.add_argument("--skip", action="append", default=[], help="peer to leave out")
+    parser.add_argument(
+        "--max-queries",
+        type=int,
+        help="time only N evenly spaced queries (the generator writes them in corpus order, so"
+        " a stride spreads them over the corpus); at 1M records SQLite FTS5 takes about half a"
+        " second per query",
+    )
     args = parser.parse_args()
     docs, queries, dv, qv = load(args.export)
+    if args.max_queries is not None and 0 < args.max_queries < len(queries):
+        picked = np.linspace(0, len(queries) - 1, args.max_queries).round().astype(int)
+        queries, qv = [queries[i] for i in picked], qv[picked]
     print(f"{len(docs)} records, {len(queries)} queries", file=sys.stderr)
     runs = [
         ("sqlite-fts5", lambda: run_sqlite(docs, queries, dv, qv, False)),

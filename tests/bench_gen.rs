@@ -112,6 +112,20 @@ fn bench_run_measures_every_retriever_and_caches_vectors() {
     assert!(with_vectors["texts_embedded"].as_u64().unwrap() > 0);
     assert!(first["add_bm25"]["bytes_per_record"].as_f64().unwrap() > 0.0);
     assert_eq!(first["one_shot_cli"].as_array().unwrap().len(), 2);
+    // Memory is measured on separate search processes, not the benchmark's own.
+    let batch = &first["search_process"];
+    assert_eq!(
+        (batch["mode"].as_str(), batch["queries"].as_u64()),
+        (Some("hybrid"), Some(20))
+    );
+    assert!(batch["peak_rss_mb"].as_f64().unwrap() > 1.0, "{batch}");
+    for one_shot in first["one_shot_cli"].as_array().unwrap() {
+        assert!(
+            one_shot["peak_rss_mb"].as_f64().unwrap() > 1.0,
+            "{one_shot}"
+        );
+    }
+    assert!(first["segments"].as_u64().unwrap() >= 1);
 
     let second = run("real");
     assert_eq!(

@@ -12,7 +12,10 @@
 //!   generated queries;
 //! - **a one-shot CLI `search`** process from start to exit, as a shell sees it;
 //! - **peak RSS** while adding (it includes the parsed corpus the benchmark holds
-//!   in memory) and while searching, and bytes on disk per record.
+//!   in memory) and while searching, the latter read from the kernel for separate
+//!   `knowledge-db search` processes (one batch process over every query, and
+//!   each one-shot), so it is the searcher's memory, not the benchmark's; and
+//!   bytes on disk per record.
 //!
 //! Embedding runs at about 38 texts/s here, so vectors are cached by text hash in
 //! a file that survives runs (10k and 100k runs use real embeddings throughout, and
@@ -113,6 +116,18 @@ pub struct CliTiming {
     pub runs: usize,
     pub p50_ms: f64,
     pub p95_ms: f64,
+    /// The largest peak RSS of one of these processes (0 where unknown).
+    pub peak_rss_mb: f64,
+}
+
+/// One `knowledge-db search --queries` process over all the queries: what a
+/// long-lived searcher (the MCP server, a batch run) holds in memory.
+#[derive(Debug, Clone, Serialize)]
+pub struct BatchTiming {
+    pub mode: Mode,
+    pub queries: usize,
+    pub seconds: f64,
+    pub peak_rss_mb: f64,
 }
 
 /// Everything one run measured.
@@ -127,7 +142,9 @@ pub struct RunReport {
     pub add_with_vectors: Option<AddTiming>,
     pub query_embedding_p50_ms: Option<f64>,
     pub search: Vec<SearchTiming>,
-    pub search_peak_rss_mb: f64,
+    /// Memory of a separate searching process (the benchmark's own peak
+    /// holds its copy of the corpus and the allocator's leftovers of adding).
+    pub search_process: Option<BatchTiming>,
     pub one_shot_cli: Vec<CliTiming>,
     pub vector_graphs: usize,
     /// Segments of the searched store's text index.
@@ -173,7 +190,7 @@ pub fn run(options: &RunOptions, progress: &mut dyn FnMut(&str)) -> Result<RunRe
         add_with_vectors: None,
         query_embedding_p50_ms: None,
         search: Vec::new(),
-        search_peak_rss_mb: 0.0,
+        search_process: None,
         one_shot_cli: Vec::new(),
         vector_graphs: 0,
         segments: 0,
@@ -228,7 +245,6 @@ pub fn run(options: &RunOptions, progress: &mut dyn FnMut(&str)) -> Result<RunRe
     // search-time peak is the engine's, not the benchmark's own copy.
     drop(records);
     progress("searching");
-    reset_peak_rss();
     let engine = if options.vectors == VectorPlan::None {
         SearchEngine::new(&store)?
     } else {
@@ -251,10 +267,23 @@ pub fn run(options: &RunOptions, progress: &mut dyn FnMut(&str)) -> Result<RunRe
             .search
             .push(time_searches(&engine, &texts, &targets, judged, mode)?);
     }
-    report.search_peak_rss_mb = peak_rss_mb();
     report.vector_graphs = crate::vectors::graph_count(&store_dir);
     report.segments = store.reader()?.searcher().segment_readers().len();
     drop(engine);
+
+    progress("timing a batch search process");
+    let batch_mode = if options.vectors == VectorPlan::None {
+        Mode::Bm25
+    } else {
+        Mode::Hybrid
+    };
+    report.search_process = Some(time_batch(
+        options,
+        &store_dir,
+        &corpus.join("queries.jsonl"),
+        queries.len(),
+        batch_mode,
+    )?);
 
     progress("timing one-shot CLI searches");
     for &mode in modes {
@@ -450,44 +479,106 @@ fn time_searches(
     })
 }
 
-fn time_cli(options: &RunOptions, store: &Path, texts: &[String], mode: Mode) -> Result<CliTiming> {
-    let mode_name = match mode {
+fn mode_name(mode: Mode) -> &'static str {
+    match mode {
         Mode::Bm25 => "bm25",
         Mode::Vector => "vector",
         Mode::Hybrid => "hybrid",
-    };
+    }
+}
+
+/// A `knowledge-db --store STORE search ARGS` command with its output discarded.
+fn search_command(exe: &Path, store: &Path, mode: Mode) -> Command {
+    let mut command = Command::new(exe);
+    command
+        .arg("--store")
+        .arg(store)
+        .args([
+            "search",
+            "--all-namespaces",
+            "--json",
+            "--mode",
+            mode_name(mode),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    command
+}
+
+fn time_cli(options: &RunOptions, store: &Path, texts: &[String], mode: Mode) -> Result<CliTiming> {
     let mut times = Vec::with_capacity(options.cli_runs);
+    let mut peak_rss_mb: f64 = 0.0;
     for text in texts.iter().cycle().take(options.cli_runs) {
-        let started = Instant::now();
-        let status = Command::new(&options.exe)
-            .arg("--store")
-            .arg(store)
-            .args([
-                "search",
-                "--all-namespaces",
-                "--json",
-                "--mode",
-                mode_name,
-                "--",
-            ])
-            .arg(text)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .map_err(|e| Error::io(&options.exe, e))?;
-        times.push(started.elapsed().as_secs_f64() * 1000.0);
-        if !status.success() {
-            return Err(Error::Usage(format!(
-                "`knowledge-db search` failed on the benchmark store ({status})"
-            )));
-        }
+        let mut command = search_command(&options.exe, store, mode);
+        command.arg("--").arg(text);
+        let (ms, rss) = run_measured(&mut command, &options.exe)?;
+        times.push(ms);
+        peak_rss_mb = peak_rss_mb.max(rss);
     }
     Ok(CliTiming {
         mode,
         runs: times.len(),
         p50_ms: percentile(&mut times, 0.5),
         p95_ms: percentile(&mut times, 0.95),
+        peak_rss_mb,
     })
+}
+
+fn time_batch(
+    options: &RunOptions,
+    store: &Path,
+    queries_file: &Path,
+    queries: usize,
+    mode: Mode,
+) -> Result<BatchTiming> {
+    let mut command = search_command(&options.exe, store, mode);
+    command.arg("--queries").arg(queries_file);
+    let (ms, peak_rss_mb) = run_measured(&mut command, &options.exe)?;
+    Ok(BatchTiming {
+        mode,
+        queries,
+        seconds: ms / 1000.0,
+        peak_rss_mb,
+    })
+}
+
+/// Runs a search process to its end: milliseconds from start to exit and its
+/// peak RSS in MB (0 where the platform does not say).
+fn run_measured(command: &mut Command, exe: &Path) -> Result<(f64, f64)> {
+    let started = Instant::now();
+    let child = command.spawn().map_err(|e| Error::io(exe, e))?;
+    let (success, peak_rss_mb) = wait_with_peak_rss(child).map_err(|e| Error::io(exe, e))?;
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    if !success {
+        return Err(Error::Usage(
+            "`knowledge-db search` failed on the benchmark store".to_string(),
+        ));
+    }
+    Ok((ms, peak_rss_mb))
+}
+
+/// Waits for `child` and reads its peak RSS from the kernel's accounting
+/// (`wait4`), which std's `wait` does not return.
+#[cfg(target_os = "linux")]
+fn wait_with_peak_rss(child: std::process::Child) -> std::io::Result<(bool, f64)> {
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    // SAFETY: an all-zero `rusage` is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our own child, not yet waited for (`child` is only
+    // dropped, which does not wait); `status` and `usage` are valid for writes.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    if waited < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let success = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    // Linux reports ru_maxrss in kilobytes.
+    Ok((success, usage.ru_maxrss as f64 / 1024.0))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn wait_with_peak_rss(mut child: std::process::Child) -> std::io::Result<(bool, f64)> {
+    Ok((child.wait()?.success(), 0.0))
 }
 
 fn percentile(values: &mut [f64], q: f64) -> f64 {

@@ -136,13 +136,19 @@ fn print_report(r: &RunReport) {
         );
     }
     println!(
-        "peak RSS while searching {:.0} MB; {} segments, {} HNSW graphs",
-        r.search_peak_rss_mb, r.segments, r.vector_graphs
+        "store: {} segments, {} HNSW graphs",
+        r.segments, r.vector_graphs
     );
+    if let Some(b) = &r.search_process {
+        println!(
+            "search --queries ({:?}, {} queries, one process): {:.1} s, peak RSS {:.0} MB",
+            b.mode, b.queries, b.seconds, b.peak_rss_mb
+        );
+    }
     for c in &r.one_shot_cli {
         println!(
-            "one-shot CLI search ({:?}, {} runs): p50 {:.1} ms, p95 {:.1} ms",
-            c.mode, c.runs, c.p50_ms, c.p95_ms
+            "one-shot CLI search ({:?}, {} runs): p50 {:.1} ms, p95 {:.1} ms, peak RSS {:.0} MB",
+            c.mode, c.runs, c.p50_ms, c.p95_ms, c.peak_rss_mb
         );
     }
 }
