@@ -37,6 +37,7 @@
 //! bytes. Only the source turns (with long texts cut) are held in memory.
 
 pub mod gen;
+pub mod process;
 pub mod run;
 mod turns;
 

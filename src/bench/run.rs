@@ -25,14 +25,15 @@
 //! measured only on queries whose target was embedded for real.
 
 use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
 use std::fs;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::process::{measure_through_helper, Measured};
 use super::{generate, GenOptions};
 use crate::embed::text::{embedding_text, text_hash};
 use crate::embed::{normalize, EmbedError, Embedder, OnnxEmbedder, Workload, DIM, MODEL_ID};
@@ -42,7 +43,7 @@ use crate::search::batch::read_queries;
 use crate::search::fusion::Fusion;
 use crate::search::{Filters, Mode, RankOptions, SearchEngine};
 use crate::store::add::read_records;
-use crate::store::{dir_size, Store};
+use crate::store::{dir_size, AddPhases, Store};
 
 /// Where the vectors of a run come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -92,6 +93,8 @@ pub struct AddTiming {
     pub texts_perturbed: usize,
     /// The model's own rate on the texts it embedded, for comparison.
     pub model_texts_per_sec: Option<f64>,
+    /// The store's own account of the add, phase by phase.
+    pub phases: AddPhases,
     pub peak_rss_mb: f64,
     pub disk_bytes: u64,
     pub bytes_per_record: f64,
@@ -138,6 +141,12 @@ pub struct RunReport {
     pub vectors: VectorPlan,
     pub note: Option<String>,
     pub read_and_parse_seconds: f64,
+    /// One thread running the index's analyzer (code tokenizer, stemming) over
+    /// every indexed text of the corpus, outside any add: the tokenizing share
+    /// of indexing, which during an add is spread over the indexing threads.
+    pub tokenize_seconds: f64,
+    /// Tokens that pass produced.
+    pub tokens: u64,
     pub add_bm25: AddTiming,
     pub add_with_vectors: Option<AddTiming>,
     pub query_embedding_p50_ms: Option<f64>,
@@ -174,6 +183,8 @@ pub fn run(options: &RunOptions, progress: &mut dyn FnMut(&str)) -> Result<RunRe
     let records = read_corpus(&corpus)?;
     let read_and_parse_seconds = started.elapsed().as_secs_f64();
     let queries = read_queries(&corpus.join("queries.jsonl"))?;
+    progress("tokenizing");
+    let (tokenize_seconds, tokens) = time_tokenizing(&records);
 
     progress("adding without vectors");
     let bm25_dir = fresh_dir(&options.work.join(format!("store-bm25-{}", options.records)))?;
@@ -186,6 +197,8 @@ pub fn run(options: &RunOptions, progress: &mut dyn FnMut(&str)) -> Result<RunRe
         vectors: options.vectors,
         note: None,
         read_and_parse_seconds,
+        tokenize_seconds,
+        tokens,
         add_bm25,
         add_with_vectors: None,
         query_embedding_p50_ms: None,
@@ -390,7 +403,7 @@ fn timed_add(
     let count = records.len();
     reset_peak_rss();
     let started = Instant::now();
-    store.add(records, embedder, Duration::from_secs(60))?;
+    let (_, phases) = store.add_timed(records, embedder, Duration::from_secs(60))?;
     let seconds = started.elapsed().as_secs_f64();
     let disk_bytes = dir_size(store.root());
     Ok(AddTiming {
@@ -402,10 +415,34 @@ fn timed_add(
         texts_from_cache: 0,
         texts_perturbed: 0,
         model_texts_per_sec: None,
+        phases,
         peak_rss_mb: peak_rss_mb(),
         disk_bytes,
         bytes_per_record: disk_bytes as f64 / count.max(1) as f64,
     })
+}
+
+/// Seconds and tokens of one thread analyzing every text the index tokenizes.
+fn time_tokenizing(records: &[Record]) -> (f64, u64) {
+    use tantivy::tokenizer::TokenStream;
+    let mut analyzer = crate::index::tokenizer::analyzer();
+    let started = Instant::now();
+    let mut tokens = 0;
+    for record in records {
+        let f = &record.fields;
+        let lists = [&f.decisions, &f.files, &f.commands, &f.errors];
+        let texts = [f.title.as_str(), f.content.as_str()]
+            .into_iter()
+            .chain(record.context.as_deref())
+            .chain(lists.into_iter().flatten().map(String::as_str));
+        for text in texts {
+            let mut stream = analyzer.token_stream(text);
+            while stream.advance() {
+                tokens += 1;
+            }
+        }
+    }
+    (started.elapsed().as_secs_f64(), tokens)
 }
 
 /// The targets whose text the model embedded for real (sampled runs only).
@@ -487,33 +524,26 @@ fn mode_name(mode: Mode) -> &'static str {
     }
 }
 
-/// A `knowledge-db --store STORE search ARGS` command with its output discarded.
-fn search_command(exe: &Path, store: &Path, mode: Mode) -> Command {
-    let mut command = Command::new(exe);
-    command
-        .arg("--store")
-        .arg(store)
-        .args([
-            "search",
-            "--all-namespaces",
-            "--json",
-            "--mode",
-            mode_name(mode),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    command
+/// The arguments of `knowledge-db --store STORE search --mode MODE ...`.
+fn search_args(store: &Path, mode: Mode) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec!["--store".into(), store.into(), "search".into()];
+    args.extend(
+        ["--all-namespaces", "--json", "--mode", mode_name(mode)]
+            .into_iter()
+            .map(OsString::from),
+    );
+    args
 }
 
 fn time_cli(options: &RunOptions, store: &Path, texts: &[String], mode: Mode) -> Result<CliTiming> {
     let mut times = Vec::with_capacity(options.cli_runs);
     let mut peak_rss_mb: f64 = 0.0;
     for text in texts.iter().cycle().take(options.cli_runs) {
-        let mut command = search_command(&options.exe, store, mode);
-        command.arg("--").arg(text);
-        let (ms, rss) = run_measured(&mut command, &options.exe)?;
-        times.push(ms);
-        peak_rss_mb = peak_rss_mb.max(rss);
+        let mut args = search_args(store, mode);
+        args.extend(["--".into(), text.into()]);
+        let run = run_search(options, &args)?;
+        times.push(run.ms);
+        peak_rss_mb = peak_rss_mb.max(run.peak_rss_mb);
     }
     Ok(CliTiming {
         mode,
@@ -531,54 +561,26 @@ fn time_batch(
     queries: usize,
     mode: Mode,
 ) -> Result<BatchTiming> {
-    let mut command = search_command(&options.exe, store, mode);
-    command.arg("--queries").arg(queries_file);
-    let (ms, peak_rss_mb) = run_measured(&mut command, &options.exe)?;
+    let mut args = search_args(store, mode);
+    args.extend(["--queries".into(), queries_file.into()]);
+    let run = run_search(options, &args)?;
     Ok(BatchTiming {
         mode,
         queries,
-        seconds: ms / 1000.0,
-        peak_rss_mb,
+        seconds: run.ms / 1000.0,
+        peak_rss_mb: run.peak_rss_mb,
     })
 }
 
-/// Runs a search process to its end: milliseconds from start to exit and its
-/// peak RSS in MB (0 where the platform does not say).
-fn run_measured(command: &mut Command, exe: &Path) -> Result<(f64, f64)> {
-    let started = Instant::now();
-    let child = command.spawn().map_err(|e| Error::io(exe, e))?;
-    let (success, peak_rss_mb) = wait_with_peak_rss(child).map_err(|e| Error::io(exe, e))?;
-    let ms = started.elapsed().as_secs_f64() * 1000.0;
-    if !success {
+/// Runs `knowledge-db ARGS` to its end through the measuring helper.
+fn run_search(options: &RunOptions, args: &[OsString]) -> Result<Measured> {
+    let run = measure_through_helper(&options.exe, &options.exe, args)?;
+    if !run.success {
         return Err(Error::Usage(
             "`knowledge-db search` failed on the benchmark store".to_string(),
         ));
     }
-    Ok((ms, peak_rss_mb))
-}
-
-/// Waits for `child` and reads its peak RSS from the kernel's accounting
-/// (`wait4`), which std's `wait` does not return.
-#[cfg(target_os = "linux")]
-fn wait_with_peak_rss(child: std::process::Child) -> std::io::Result<(bool, f64)> {
-    let pid = child.id() as libc::pid_t;
-    let mut status: libc::c_int = 0;
-    // SAFETY: an all-zero `rusage` is a valid value for wait4 to fill in.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is our own child, not yet waited for (`child` is only
-    // dropped, which does not wait); `status` and `usage` are valid for writes.
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    if waited < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let success = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-    // Linux reports ru_maxrss in kilobytes.
-    Ok((success, usage.ru_maxrss as f64 / 1024.0))
-}
-
-#[cfg(not(target_os = "linux"))]
-fn wait_with_peak_rss(mut child: std::process::Child) -> std::io::Result<(bool, f64)> {
-    Ok((child.wait()?.success(), 0.0))
+    Ok(run)
 }
 
 fn percentile(values: &mut [f64], q: f64) -> f64 {

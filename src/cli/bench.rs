@@ -93,6 +93,28 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+#[derive(Debug, Args)]
+pub(crate) struct MeasureArgs {
+    /// The program and its arguments
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    command: Vec<std::ffi::OsString>,
+}
+
+/// `bench measure -- CMD...`: one line of JSON, `{"ms", "peak_rss_mb",
+/// "success"}`; the exit code is 0 whenever the command could be run.
+pub(crate) fn measure(args: MeasureArgs) -> anyhow::Result<ExitCode> {
+    let (program, rest) = args
+        .command
+        .split_first()
+        .ok_or_else(|| anyhow::anyhow!("bench measure needs a command"))?;
+    let mut command = std::process::Command::new(program);
+    command.args(rest);
+    let measured = crate::bench::process::measure(&mut command)
+        .map_err(|e| anyhow::anyhow!("cannot run {}: {e}", Path::new(program).display()))?;
+    println!("{}", serde_json::to_string(&measured)?);
+    Ok(ExitCode::SUCCESS)
+}
+
 fn default_cache() -> PathBuf {
     dirs::cache_dir()
         .unwrap_or_else(|| Path::new(".cache").to_path_buf())
@@ -109,6 +131,11 @@ fn print_report(r: &RunReport) {
         println!("note: {note}");
     }
     println!("read and parse     {:.2} s", r.read_and_parse_seconds);
+    println!(
+        "tokenize           {:.2} s on one thread ({:.1}M tokens; inside an add this work runs on the indexing threads)",
+        r.tokenize_seconds,
+        r.tokens as f64 / 1e6
+    );
     print_add("add, BM25 only", &r.add_bm25);
     if let Some(add) = &r.add_with_vectors {
         print_add("add, with vectors", add);
@@ -161,5 +188,10 @@ fn print_add(label: &str, a: &AddTiming) {
         a.peak_rss_mb,
         crate::record::input::human_bytes(a.disk_bytes),
         a.bytes_per_record
+    );
+    let p = &a.phases;
+    println!(
+        "                   store phases: prepare {:.1} s, embed {:.1} s, index {:.1} s, commit {:.1} s, vectors+graphs {:.1} s",
+        p.prepare_seconds, p.embed_seconds, p.index_seconds, p.commit_seconds, p.vectors_seconds
     );
 }

@@ -474,6 +474,11 @@ enum BenchCommand {
         after_help = "Examples:\n  knowledge-db bench run --from ../shared/eval/transcripts/claude-code-entire-cli --records 10000\n  knowledge-db bench run --from ../shared/eval/transcripts/claude-code-entire-cli --records 1000000 --vectors sampled --json"
     )]
     Run(bench::RunArgs),
+
+    /// Run a command to its end and print its wall time and peak memory as
+    /// JSON (the helper `bench run` times search processes through).
+    #[command(hide = true)]
+    Measure(bench::MeasureArgs),
 }
 
 #[derive(Debug, Args)]
@@ -547,6 +552,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Restore(args) => archive::run_restore(&root, args),
         Command::Bench(BenchCommand::Gen(args)) => bench_gen(args),
         Command::Bench(BenchCommand::Run(args)) => bench::run(args),
+        Command::Bench(BenchCommand::Measure(args)) => bench::measure(args),
         Command::Ingest(args) => ingest::run(&root, args),
         Command::Tokens(args) => context::tokens(args),
         Command::Evict(args) => context::evict(&root, args),

@@ -23,7 +23,7 @@ pub mod verify;
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tantivy::schema::IndexRecordOption;
@@ -72,6 +72,25 @@ pub struct AddReport {
     pub without_vector: usize,
     /// Ids given more than once in one batch; the last version was kept.
     pub duplicate_ids: Vec<String>,
+}
+
+/// Where the time of one `add` went, phase by phase (`bench run` reports it).
+/// Tokenizing and inverting run on tantivy's indexing threads while documents
+/// are handed to them, so they fall in `index_seconds` and, for the last
+/// documents, in `commit_seconds`.
+#[derive(Debug, Default, Clone, Copy, Serialize)]
+pub struct AddPhases {
+    /// Size checks, duplicate ids, and finding which records changed.
+    pub prepare_seconds: f64,
+    /// Embedding the texts (or reusing stored vectors of the same text).
+    pub embed_seconds: f64,
+    /// Building the documents and handing them to the indexing threads.
+    pub index_seconds: f64,
+    /// tantivy's commit: the indexing threads finish, the segments are
+    /// written and synced, and the new generation is published.
+    pub commit_seconds: f64,
+    /// The new segments' vector files and HNSW graphs.
+    pub vectors_seconds: f64,
 }
 
 /// What a `delete` did.
@@ -209,6 +228,24 @@ impl Store {
         embedder: Option<&mut dyn Embedder>,
         lock_timeout: Duration,
     ) -> Result<AddReport> {
+        self.add_timed(records, embedder, lock_timeout)
+            .map(|(report, _)| report)
+    }
+
+    /// [`Store::add`], also telling where its time went.
+    pub fn add_timed(
+        &self,
+        records: Vec<Record>,
+        embedder: Option<&mut dyn Embedder>,
+        lock_timeout: Duration,
+    ) -> Result<(AddReport, AddPhases)> {
+        let mut phases = AddPhases::default();
+        let mut clock = Instant::now();
+        let mut lap = || {
+            let seconds = clock.elapsed().as_secs_f64();
+            clock = Instant::now();
+            seconds
+        };
         add::check_record_sizes(&records, self.config.limits.max_record_bytes)?;
         let (records, duplicate_ids) = last_version_per_id(records);
         let mut report = AddReport {
@@ -217,8 +254,10 @@ impl Store {
         };
         let snapshot = self.reader()?.searcher();
         let changed = self.changed_records(&snapshot, records, &mut report)?;
+        phases.prepare_seconds = lap();
         let vectors = self.vectors_for(&snapshot, &changed, embedder, &mut report)?;
         drop(snapshot);
+        phases.embed_seconds = lap();
 
         let (lock, writer) = self.writer(lock_timeout)?;
         // Re-read the hashes under the lock: another writer may have run meanwhile.
@@ -247,25 +286,38 @@ impl Store {
         let new_ids = changed.iter().map(|(record, _)| record.id.as_str());
         let superseding =
             added > 0 && crate::archive::ops::begin_superseding(self, &lock, new_ids)?;
-        self.commit(writer, added + updated > 0)?;
+        phases.index_seconds = lap();
+        phases.commit_seconds = self.commit_text(writer, added + updated > 0)?;
+        lap();
+        if added + updated > 0 {
+            self.sync_vectors(&self.reader()?.searcher())?;
+        }
+        phases.vectors_seconds = lap();
         if superseding {
             crate::archive::ops::finish_superseding(self, &lock)?;
         }
-        Ok(report)
+        Ok((report, phases))
     }
 
     /// Commits (when there is something to commit), waits for merges, and brings
     /// the vector files up to date with the new segments.
-    fn commit(&self, mut writer: IndexWriter, changed: bool) -> Result<()> {
-        if changed {
-            writer.commit()?;
-        }
-        writer.wait_merging_threads()?;
+    fn commit(&self, writer: IndexWriter, changed: bool) -> Result<()> {
+        self.commit_text(writer, changed)?;
         if changed {
             let searcher = self.reader()?.searcher();
             self.sync_vectors(&searcher)?;
         }
         Ok(())
+    }
+
+    /// The text index's half of [`Store::commit`]; returns its seconds.
+    fn commit_text(&self, mut writer: IndexWriter, changed: bool) -> Result<f64> {
+        let started = Instant::now();
+        if changed {
+            writer.commit()?;
+        }
+        writer.wait_merging_threads()?;
+        Ok(started.elapsed().as_secs_f64())
     }
 
     /// The records whose stored version differs, with their version hash.
