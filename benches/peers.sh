@@ -17,7 +17,10 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 cargo build --release --locked 2>&1 | tail -n 1
 vectors=real
-if [ "$records" -gt 100000 ]; then vectors=sampled; fi
+sample=()
+# At 1M SQLite FTS5 takes about half a second per query: time 200 of them.
+if [ "$records" -gt 100000 ]; then vectors=sampled; sample=(--max-queries 200); fi
 target/release/knowledge-db bench run --from "$transcripts" --records "$records" \
   --vectors "$vectors" --work "$work" --export "$work/export-$records" --json > "$work/report-$records.json"
-"$venv/bin/python" benches/peers.py "$work/export-$records" --knowledge-db "$work/report-$records.json"
+"$venv/bin/python" benches/peers.py "$work/export-$records" --knowledge-db "$work/report-$records.json" \
+  --store "$work/store-vectors-$records" --bin target/release/knowledge-db "${sample[@]}"
