@@ -38,6 +38,7 @@ use super::{generate, GenOptions};
 use crate::embed::text::{embedding_text, text_hash};
 use crate::embed::{normalize, EmbedError, Embedder, OnnxEmbedder, Workload, DIM, MODEL_ID};
 use crate::error::{Error, Result};
+use crate::index::IndexFields;
 use crate::record::{ParseOptions, Record};
 use crate::search::batch::read_queries;
 use crate::search::fusion::Fusion;
@@ -184,7 +185,7 @@ pub fn run(options: &RunOptions, progress: &mut dyn FnMut(&str)) -> Result<RunRe
     let read_and_parse_seconds = started.elapsed().as_secs_f64();
     let queries = read_queries(&corpus.join("queries.jsonl"))?;
     progress("tokenizing");
-    let (tokenize_seconds, tokens) = time_tokenizing(&records);
+    let (tokenize_seconds, tokens) = time_tokenizing(&records)?;
 
     progress("adding without vectors");
     let bm25_dir = fresh_dir(&options.work.join(format!("store-bm25-{}", options.records)))?;
@@ -423,26 +424,19 @@ fn timed_add(
 }
 
 /// Seconds and tokens of one thread analyzing every text the index tokenizes.
-fn time_tokenizing(records: &[Record]) -> (f64, u64) {
+fn time_tokenizing(records: &[Record]) -> Result<(f64, u64)> {
     use tantivy::tokenizer::TokenStream;
+    let fields = IndexFields::from_schema(&IndexFields::schema())?;
     let mut analyzer = crate::index::tokenizer::analyzer();
     let started = Instant::now();
     let mut tokens = 0;
-    for record in records {
-        let f = &record.fields;
-        let lists = [&f.decisions, &f.files, &f.commands, &f.errors];
-        let texts = [f.title.as_str(), f.content.as_str()]
-            .into_iter()
-            .chain(record.context.as_deref())
-            .chain(lists.into_iter().flatten().map(String::as_str));
-        for text in texts {
-            let mut stream = analyzer.token_stream(text);
-            while stream.advance() {
-                tokens += 1;
-            }
+    for (_, text) in records.iter().flat_map(|record| fields.texts(record)) {
+        let mut stream = analyzer.token_stream(text);
+        while stream.advance() {
+            tokens += 1;
         }
     }
-    (started.elapsed().as_secs_f64(), tokens)
+    Ok((started.elapsed().as_secs_f64(), tokens))
 }
 
 /// The targets whose text the model embedded for real (sampled runs only).

@@ -146,22 +146,8 @@ impl IndexFields {
             doc.add_text(self.session, session);
         }
         doc.add_text(self.tier, record.tier.as_str());
-        doc.add_text(self.title, &f.title);
-        doc.add_text(self.content, &f.content);
-        // The previous turn counts as more of the content (one field, so a word in
-        // both is not scored twice); snippets come from the record, not the index.
-        if let Some(context) = &record.context {
-            doc.add_text(self.content, context);
-        }
-        for (field, values) in [
-            (self.decisions, &f.decisions),
-            (self.files, &f.files),
-            (self.commands, &f.commands),
-            (self.errors, &f.errors),
-        ] {
-            for value in values {
-                doc.add_text(field, value);
-            }
+        for (field, text) in self.texts(record) {
+            doc.add_text(field, text);
         }
         if let Some(secs) = f.timestamp {
             doc.add_date(self.timestamp, DateTime::from_timestamp_secs(secs));
@@ -181,6 +167,30 @@ impl IndexFields {
         })?;
         doc.add_text(self.record, json);
         Ok(doc)
+    }
+
+    /// Every text of `record` that the analyzer tokenizes, with its field.
+    /// The previous turn counts as more of the content (one field, so a word
+    /// in both is not scored twice); snippets come from the record, not the index.
+    pub fn texts<'a>(&self, record: &'a Record) -> impl Iterator<Item = (Field, &'a str)> {
+        let f = &record.fields;
+        let lists = [
+            (self.decisions, &f.decisions),
+            (self.files, &f.files),
+            (self.commands, &f.commands),
+            (self.errors, &f.errors),
+        ];
+        [
+            (self.title, f.title.as_str()),
+            (self.content, f.content.as_str()),
+        ]
+        .into_iter()
+        .chain(record.context.as_deref().map(|c| (self.content, c)))
+        .chain(
+            lists
+                .into_iter()
+                .flat_map(|(field, values)| values.iter().map(move |v| (field, v.as_str()))),
+        )
     }
 
     /// The record stored in a document, with its searchable fields re-derived.

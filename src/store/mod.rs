@@ -287,12 +287,8 @@ impl Store {
         let superseding =
             added > 0 && crate::archive::ops::begin_superseding(self, &lock, new_ids)?;
         phases.index_seconds = lap();
-        phases.commit_seconds = self.commit_text(writer, added + updated > 0)?;
-        lap();
-        if added + updated > 0 {
-            self.sync_vectors(&self.reader()?.searcher())?;
-        }
-        phases.vectors_seconds = lap();
+        (phases.commit_seconds, phases.vectors_seconds) =
+            self.commit_timed(writer, added + updated > 0)?;
         if superseding {
             crate::archive::ops::finish_superseding(self, &lock)?;
         }
@@ -302,22 +298,24 @@ impl Store {
     /// Commits (when there is something to commit), waits for merges, and brings
     /// the vector files up to date with the new segments.
     fn commit(&self, writer: IndexWriter, changed: bool) -> Result<()> {
-        self.commit_text(writer, changed)?;
-        if changed {
-            let searcher = self.reader()?.searcher();
-            self.sync_vectors(&searcher)?;
-        }
-        Ok(())
+        self.commit_timed(writer, changed).map(|_| ())
     }
 
-    /// The text index's half of [`Store::commit`]; returns its seconds.
-    fn commit_text(&self, mut writer: IndexWriter, changed: bool) -> Result<f64> {
+    /// [`Store::commit`], returning the seconds of its two halves: the text
+    /// index's commit, and the vector files and graphs.
+    fn commit_timed(&self, mut writer: IndexWriter, changed: bool) -> Result<(f64, f64)> {
         let started = Instant::now();
         if changed {
             writer.commit()?;
         }
         writer.wait_merging_threads()?;
-        Ok(started.elapsed().as_secs_f64())
+        let text_seconds = started.elapsed().as_secs_f64();
+        let started = Instant::now();
+        if changed {
+            let searcher = self.reader()?.searcher();
+            self.sync_vectors(&searcher)?;
+        }
+        Ok((text_seconds, started.elapsed().as_secs_f64()))
     }
 
     /// The records whose stored version differs, with their version hash.
