@@ -226,3 +226,50 @@ fn every_step_of_the_order_of_operations_is_recoverable() {
         check_every_id_in_exactly_one_tier(&store, &originals, &format!("{args:?}, rerun"));
     }
 }
+
+#[test]
+fn the_next_write_finishes_an_interrupted_operation_without_repair() {
+    // A user whose `maintain` was killed never runs `repair`: the next write
+    // (any `add`) finishes the operation, and `verify` passes right after it.
+    let (store, originals) = populated_store();
+    let steps: [(&str, &[&str]); 4] = [
+        ("archive-frames", &["archive", "--older-than", "1d"]),
+        ("archive-l3-index", &["archive", "--older-than", "1d"]),
+        ("archive-l2-removed", &["archive", "--older-than", "1d"]),
+        ("prune-rewritten", &["prune", "--older-than", "0s"]),
+    ];
+    let mut originals = originals;
+    for (n, (point, args)) in steps.into_iter().enumerate() {
+        let out = store
+            .cmd()
+            .args(args)
+            .env("KNOWLEDGE_DB_CRASH_AT", point)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{point}: not reached");
+        assert!(
+            Archive::new(&store.path()).has_journal(),
+            "{point}: no journal left"
+        );
+        let note = store.write(
+            &format!("next-{n}.json"),
+            format!(r#"{{"id":"after-{n}","text":"written after the {point} crash"}}"#).as_bytes(),
+        );
+        store
+            .cmd()
+            .args(["add", "--embed", "later"])
+            .arg(&note)
+            .assert()
+            .success();
+        originals.insert(format!("after-{n}"));
+        assert!(
+            !Archive::new(&store.path()).has_journal(),
+            "{point}: the add left the journal"
+        );
+        store.cmd().arg("verify").assert().success();
+        assert!(
+            !check_every_id_in_exactly_one_tier(&store, &originals, point),
+            "{point}: something was left to recover after the add"
+        );
+    }
+}

@@ -709,10 +709,15 @@ fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result<ExitCode> 
     let query = args.query.as_deref().unwrap_or_default();
     let response = engine.search(query, args.k, &filters, &rank)?;
     if args.format == SearchFormat::Openclaw {
+        // The search logged these reads already: read the sources without `get`.
+        let searcher = store.reader()?.searcher();
         let sources = response
             .results
             .iter()
-            .map(|hit| Ok(store.get(&hit.id)?.map(|r| r.source)))
+            .map(|hit| {
+                let record = crate::store::get_record(&searcher, store.fields(), &hit.id)?;
+                Ok(record.map(|r| r.source))
+            })
             .collect::<crate::Result<Vec<_>>>()?;
         output::print_json(&crate::integrations::openclaw::search_payload(
             &response, &sources,

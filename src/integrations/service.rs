@@ -215,7 +215,8 @@ impl MemoryService {
         lines: Option<usize>,
     ) -> Result<Option<Drilldown>> {
         let searcher = self.store.reader()?.searcher();
-        let Some(record) = crate::store::get_record(&searcher, self.store.fields(), id)? else {
+        // Through the store, so the read is counted like a CLI `get`.
+        let Some(record) = self.store.get(id)? else {
             // Not live: an archived record comes back alone (its messages, if
             // any are left after pruning, are archived too; `restore` brings
             // them back).

@@ -105,6 +105,7 @@ pub struct DeleteReport {
 pub struct Stats {
     pub store: PathBuf,
     pub format_version: u32,
+    /// Records in both tiers (L2 and the archive); `tiers` has each.
     pub records: u64,
     pub by_kind: BTreeMap<String, u64>,
     pub by_tier: BTreeMap<String, u64>,
@@ -209,9 +210,21 @@ impl Store {
 
     fn writer(&self, timeout: Duration) -> Result<(WriterLock, IndexWriter)> {
         let lock = WriterLock::acquire(&self.root.join("LOCK"), timeout)?;
+        self.finish_interrupted(&lock)?;
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
         let writer = clean_writer(&self.index, threads, WRITER_HEAP_BYTES)?;
         Ok((lock, writer))
+    }
+
+    /// Finishes a tier operation (archive, restore, prune, supersede) that a
+    /// crash interrupted: its journal is still there. Every writer does this
+    /// first, so nobody has to run `repair` after a kill; with no journal it
+    /// costs one `stat`.
+    fn finish_interrupted(&self, lock: &WriterLock) -> Result<()> {
+        if crate::archive::Archive::new(&self.root).has_journal() {
+            crate::archive::ops::recover(self, lock)?;
+        }
+        Ok(())
     }
 
     /// Adds or replaces records by id, as one atomic commit.
@@ -520,57 +533,24 @@ impl Store {
         Ok(report)
     }
 
-    /// The record with this id, if any.
-    /// Reading is logged for the retention policy (see `crate::archive::access`).
+    /// The record with this id, if any, with the reads not yet folded into
+    /// its stored counts added (see `crate::archive::access`). The read itself
+    /// is logged: the next `get` counts it.
     pub fn get(&self, id: &str) -> Result<Option<Record>> {
         let searcher = self.reader()?.searcher();
-        let record = get_record(&searcher, &self.fields, id)?;
-        if record.is_some() {
-            crate::archive::access::log(&self.root, &[id]);
-        }
-        Ok(record)
+        let Some(mut record) = get_record(&searcher, &self.fields, id)? else {
+            return Ok(None);
+        };
+        crate::archive::access::Pending::read(&self.root)?.apply(&mut record);
+        crate::archive::access::log(&self.root, &[id]);
+        Ok(Some(record))
     }
 
-    /// Record counts by kind, tier and namespace, and index size on disk.
+    /// Record counts by kind, tier and namespace over both tiers, and sizes on
+    /// disk.
     pub fn stats(&self) -> Result<Stats> {
         let searcher = self.reader()?.searcher();
-        let mut by_kind = BTreeMap::new();
-        let mut by_tier = BTreeMap::new();
-        let mut by_namespace = BTreeMap::new();
-        let (mut oldest, mut newest): (Option<i64>, Option<i64>) = (None, None);
-        for segment in searcher.segment_readers() {
-            let fast = segment.fast_fields();
-            let columns = [
-                (fast.str("kind")?, &mut by_kind),
-                (fast.str("tier")?, &mut by_tier),
-                (fast.str("namespace")?, &mut by_namespace),
-            ];
-            let times = fast.date("timestamp")?;
-            for (column, counts) in columns {
-                let Some(column) = column else { continue };
-                let mut per_ord: HashMap<u64, u64> = HashMap::new();
-                for doc in segment.doc_ids_alive() {
-                    for ord in column.term_ords(doc) {
-                        *per_ord.entry(ord).or_default() += 1;
-                    }
-                }
-                let mut name = String::new();
-                for (ord, count) in per_ord {
-                    name.clear();
-                    column
-                        .ord_to_str(ord, &mut name)
-                        .map_err(|e| Error::io(self.root.join("text"), e))?;
-                    *counts.entry(name.clone()).or_default() += count;
-                }
-            }
-            for doc in segment.doc_ids_alive() {
-                if let Some(t) = times.first(doc) {
-                    let secs = t.into_timestamp_secs();
-                    oldest = Some(oldest.map_or(secs, |o| o.min(secs)));
-                    newest = Some(newest.map_or(secs, |n| n.max(secs)));
-                }
-            }
-        }
+        let l2 = crate::index::ColumnCounts::of(&searcher)?;
         let text_index_bytes = dir_size(&self.root.join("text"));
         let vector_files_bytes = dir_size(&self.root.join("vectors"));
         let l2_tier = crate::archive::TierStats {
@@ -580,25 +560,27 @@ impl Store {
             archive_files_bytes: None,
             index_bytes: None,
             compression_ratio: None,
-            oldest: oldest.map(crate::record::parse::format_time),
-            newest: newest.map(crate::record::parse::format_time),
+            oldest: l2.oldest.map(crate::record::parse::format_time),
+            newest: l2.newest.map(crate::record::parse::format_time),
         };
-        let tiers = vec![l2_tier, crate::archive::l3_stats(&self.root)?];
+        let (l3_tier, l3) = crate::archive::l3_stats(&self.root)?;
+        let mut all = l2;
+        all.merge(&l3);
         Ok(Stats {
-            tiers,
             store: self.root.clone(),
             format_version: self.config.format_version,
-            records: searcher.num_docs(),
-            by_kind,
-            by_tier,
-            by_namespace,
+            records: l2_tier.records + l3_tier.records,
+            by_kind: all.by_kind,
+            by_tier: all.by_tier,
+            by_namespace: all.by_namespace,
             text_index_bytes,
             segments: searcher.segment_readers().len(),
+            oldest: all.oldest.map(crate::record::parse::format_time),
+            newest: all.newest.map(crate::record::parse::format_time),
             vectors: crate::vectors::coverage(&searcher)?,
             vector_files_bytes,
             vector_graphs: crate::vectors::graph_count(&self.root),
-            oldest: oldest.map(crate::record::parse::format_time),
-            newest: newest.map(crate::record::parse::format_time),
+            tiers: vec![l2_tier, l3_tier],
         })
     }
 }
