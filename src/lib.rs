@@ -15,6 +15,7 @@
 //! - [`vectors`]: the vector side of search, aligned with the text index;
 //! - [`search`]: queries, filters, snippets, batch search;
 //! - [`archive`]: the L3 tier: compressed archive, prune, retention, restore;
+//! - [`export`]: every record as a JSON line that `add` takes back unchanged;
 //! - [`eval`]: BEIR evaluation, the yardstick for ranking changes;
 //! - [`bench`]: realistic corpora generated from real agent transcripts;
 //! - [`transcript`]: Claude Code, OpenClaw and generic transcripts in one message model;
@@ -57,6 +58,7 @@ pub mod context;
 pub mod embed;
 pub mod error;
 pub mod eval;
+pub mod export;
 pub mod index;
 pub mod integrations;
 pub mod record;

@@ -7,6 +7,7 @@
 mod archive;
 mod bench;
 mod context;
+mod export;
 mod hook;
 mod ingest;
 mod mcp;
@@ -95,6 +96,11 @@ enum Command {
     /// Delete records by id.
     #[command(after_help = "Example:\n  knowledge-db delete seg-0042 s1:3")]
     Delete(DeleteArgs),
+
+    /// Write every record (L2 and the archive) as JSON lines that `add` takes
+    /// back unchanged: a backup, or a move to another store or machine.
+    #[command(after_help = export::AFTER_HELP)]
+    Export(export::ExportArgs),
 
     /// Show record counts by kind, tier and namespace, and sizes on disk.
     #[command(after_help = "Example:\n  knowledge-db stats --json")]
@@ -366,7 +372,7 @@ enum SearchFormat {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum KindArg {
+pub(crate) enum KindArg {
     Segment,
     Task,
     Message,
@@ -541,6 +547,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Search(args) => search(&root, args),
         Command::Get(args) => get(&root, args),
         Command::Delete(args) => delete(&root, args),
+        Command::Export(args) => export::run(&root, args),
         Command::Stats(args) => stats(&root, args.json),
         Command::Embed(args) => embed(&root, args),
         Command::Eval(args) => eval(args),
@@ -593,18 +600,20 @@ fn add(root: &std::path::Path, args: AddArgs) -> anyhow::Result<ExitCode> {
     let spinner = output::spinner("reading and indexing records");
     let mut stdin = std::io::stdin().lock();
     if args.dry_run {
-        let (records, bytes, _) =
-            crate::store::add::read_records(&store, &args.paths, &mut stdin, &options)?;
+        let batch = crate::store::add::read_records(&store, &args.paths, &mut stdin, &options)?;
         spinner.finish_and_clear();
         if args.json {
-            output::print_json(
-                &serde_json::json!({"dry_run": true, "valid_records": records.len(), "bytes_read": bytes}),
-            )?;
+            output::print_json(&serde_json::json!({
+                "dry_run": true,
+                "valid_records": batch.len(),
+                "export_lines": batch.imported.len(),
+                "bytes_read": batch.bytes,
+            }))?;
         } else {
             println!(
                 "{} valid records ({}); nothing written (--dry-run)",
-                records.len(),
-                crate::record::input::human_bytes(bytes)
+                batch.len(),
+                crate::record::input::human_bytes(batch.bytes)
             );
         }
         return Ok(ExitCode::SUCCESS);

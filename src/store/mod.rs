@@ -74,6 +74,20 @@ pub struct AddReport {
     pub duplicate_ids: Vec<String>,
 }
 
+impl AddReport {
+    /// Adds another write's counts to these (one `add` that wrote in steps).
+    pub fn absorb(&mut self, other: &AddReport) {
+        self.added += other.added;
+        self.updated += other.updated;
+        self.unchanged += other.unchanged;
+        self.embedded += other.embedded;
+        self.vectors_reused += other.vectors_reused;
+        self.without_vector += other.without_vector;
+        self.duplicate_ids
+            .extend(other.duplicate_ids.iter().cloned());
+    }
+}
+
 /// Where the time of one `add` went, phase by phase (`bench run` reports it).
 /// Tokenizing and inverting run on tantivy's indexing threads while documents
 /// are handed to them, so they fall in `index_seconds` and, for the last
@@ -252,6 +266,19 @@ impl Store {
         embedder: Option<&mut dyn Embedder>,
         lock_timeout: Duration,
     ) -> Result<(AddReport, AddPhases)> {
+        self.add_with_vectors(records, HashMap::new(), embedder, lock_timeout)
+    }
+
+    /// [`Store::add_timed`] with vectors the caller already has, by the hash of
+    /// the text they were computed from (`crate::embed::text::text_hash`), as an
+    /// export carries them: such texts are never embedded again.
+    pub fn add_with_vectors(
+        &self,
+        records: Vec<Record>,
+        known_vectors: HashMap<u64, Vec<f32>>,
+        embedder: Option<&mut dyn Embedder>,
+        lock_timeout: Duration,
+    ) -> Result<(AddReport, AddPhases)> {
         let mut phases = AddPhases::default();
         let mut clock = Instant::now();
         let mut lap = || {
@@ -268,7 +295,8 @@ impl Store {
         let snapshot = self.reader()?.searcher();
         let changed = self.changed_records(&snapshot, records, &mut report)?;
         phases.prepare_seconds = lap();
-        let vectors = self.vectors_for(&snapshot, &changed, embedder, &mut report)?;
+        let vectors =
+            self.vectors_for(&snapshot, &changed, known_vectors, embedder, &mut report)?;
         drop(snapshot);
         phases.embed_seconds = lap();
 
@@ -356,12 +384,13 @@ impl Store {
         &self,
         searcher: &Searcher,
         records: &[(Record, u64)],
+        mut known: HashMap<u64, Vec<f32>>,
         embedder: Option<&mut dyn Embedder>,
         report: &mut AddReport,
     ) -> Result<Vec<VectorField>> {
         let texts: Vec<String> = records.iter().map(|(r, _)| embedding_text(r)).collect();
         let hashes: Vec<u64> = texts.iter().map(|t| text_hash(t)).collect();
-        let mut known: HashMap<u64, Vec<f32>> = HashMap::new();
+        known.retain(|_, v| v.len() == crate::embed::DIM);
         for &hash in &hashes {
             if let std::collections::hash_map::Entry::Vacant(slot) = known.entry(hash) {
                 if let Some(v) = self.stored_vector(searcher, hash)? {
@@ -494,6 +523,7 @@ impl Store {
         let vectors = self.vectors_for(
             &snapshot,
             &with_hashes,
+            HashMap::new(),
             Some(embedder),
             &mut AddReport::default(),
         )?;
