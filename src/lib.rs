@@ -20,6 +20,9 @@
 //! - [`bench`]: realistic corpora generated from real agent transcripts;
 //! - [`transcript`]: Claude Code, OpenClaw and generic transcripts in one message model;
 //! - [`context`]: token counting, rolling eviction, tool-output truncation, priorities;
+//! - [`upkeep`]: the background worker that computes missing vectors, folds
+//!   the access log, applies the retention policy and finishes interrupted
+//!   operations, started on demand by writers;
 //! - [`integrations`]: how agents reach the store (MCP server, OpenClaw and QMD,
 //!   Claude Code install);
 //! - [`cli`]: the `knowledge-db` command line.
@@ -65,6 +68,7 @@ pub mod record;
 pub mod search;
 pub mod store;
 pub mod transcript;
+pub mod upkeep;
 pub mod vectors;
 
 pub use error::{Error, Result};

@@ -169,6 +169,7 @@ fn every_record_is_in_exactly_one_tier_after_kill_9() {
     for round in 0..rounds {
         let args = tier_command(round);
         let mut child = Command::new(&bin)
+            .env("KNOWLEDGE_DB_UPKEEP", "off")
             .arg("--store")
             .arg(store.path())
             .args(&args)

@@ -250,6 +250,7 @@ fn installed_hook_commands_run() {
                     "trigger": "manual", "tool_name": "Write"});
                 let out = Command::cargo_bin("knowledge-db")
                     .expect("binary")
+                    .env("KNOWLEDGE_DB_UPKEEP", "off")
                     .arg("--store")
                     .arg(&store)
                     .args(words)

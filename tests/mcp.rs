@@ -25,6 +25,7 @@ impl Server {
     fn start(store: &TestStore, extra_env: &[(&str, &std::path::Path)]) -> Server {
         let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("knowledge-db"));
         cmd.arg("--store").arg(store.path()).arg("mcp");
+        cmd.env("KNOWLEDGE_DB_UPKEEP", "off");
         // No model: the server must work on BM25 alone and say so.
         cmd.env("KNOWLEDGE_DB_MODELS", store.dir.path().join("no-models"));
         cmd.env_remove("KNOWLEDGE_DB_MODEL_DIR");

@@ -13,6 +13,7 @@ mod ingest;
 mod mcp;
 mod output;
 mod qmd;
+mod upkeep;
 mod verify;
 
 use std::io::{IsTerminal, Write};
@@ -105,6 +106,11 @@ enum Command {
     /// Show record counts by kind, tier and namespace, and sizes on disk.
     #[command(after_help = "Example:\n  knowledge-db stats --json")]
     Stats(JsonFlag),
+
+    /// Do the store's upkeep now (vectors for records without one, the access
+    /// log, the retention policy, interrupted operations), or show its state.
+    #[command(after_help = upkeep::AFTER_HELP)]
+    Upkeep(upkeep::UpkeepArgs),
 
     /// Compute vectors for records stored without one (`add --embed later`, or
     /// added before the model was installed), and build missing HNSW graphs.
@@ -549,6 +555,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Delete(args) => delete(&root, args),
         Command::Export(args) => export::run(&root, args),
         Command::Stats(args) => stats(&root, args.json),
+        Command::Upkeep(args) => upkeep::run(&root, args),
         Command::Embed(args) => embed(&root, args),
         Command::Eval(args) => eval(args),
         Command::Verify(args) => verify::run_verify(&root, args),
@@ -646,29 +653,16 @@ fn add(root: &std::path::Path, args: AddArgs) -> anyhow::Result<ExitCode> {
     } else {
         output::print_add_summary(&summary);
     }
-    maintain_after_write(&store);
+    after_write(&store, None);
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs the retention policy's due check after a successful write. The write
-/// already succeeded, so a failure here is a warning on stderr, never an error.
-pub(crate) fn maintain_after_write(store: &Store) {
-    match crate::archive::policy::maintain_after_write(store) {
-        Ok(Some(report)) => {
-            let archived = report.archived.as_ref().map_or(0, |a| a.records);
-            let pruned = report.pruned.as_ref().map_or(0, |p| p.records_pruned);
-            if archived + pruned > 0 {
-                eprintln!(
-                    "maintain: retention policy archived {archived} and pruned {pruned} record(s) \
-                     (config.toml [retention]; `knowledge-db maintain --json` for details)"
-                );
-            }
-        }
-        Ok(None) => {}
-        Err(e) => eprintln!(
-            "warning: the write succeeded, but the retention check failed: {e} \
-             (run `knowledge-db maintain` to retry)"
-        ),
+/// After a successful write: starts the background upkeep when something is
+/// due (or, with upkeep off, applies the retention policy here). The write
+/// already succeeded, so anything that goes wrong is a line on stderr.
+pub(crate) fn after_write(store: &Store, vectors_waiting: Option<u64>) {
+    if let Some(line) = crate::upkeep::after_write(store, vectors_waiting) {
+        eprintln!("{line}");
     }
 }
 
@@ -736,6 +730,7 @@ fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result<ExitCode> 
     } else {
         output::print_search(&response, std::io::stdout().is_terminal(), args.explain);
     }
+    crate::upkeep::after_read(&store, response.records_without_vector);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -787,10 +782,18 @@ fn delete(root: &std::path::Path, args: DeleteArgs) -> anyhow::Result<ExitCode> 
 fn stats(root: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
     let store = Store::open(root)?;
     let stats = store.stats()?;
+    let status = crate::upkeep::status(&store);
     if json {
-        output::print_json(&stats)?;
+        let mut value = serde_json::to_value(&stats)?;
+        value["upkeep"] = serde_json::to_value(&status)?;
+        output::print_json(&value)?;
     } else {
         output::print_stats(&stats);
+        let described = upkeep::describe(&status, stats.vectors.without_vector);
+        println!(
+            "upkeep          {}",
+            described.replace('\n', "\n                ")
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -203,6 +203,7 @@ impl MemoryService {
         for (i, hit) in response.results.iter_mut().enumerate() {
             hit.rank = i + 1;
         }
+        crate::upkeep::after_read(&self.store, response.records_without_vector);
         Ok(response)
     }
 
@@ -288,9 +289,11 @@ impl MemoryService {
             embedder.as_mut().map(|e| e as &mut dyn Embedder),
             self.store.lock_timeout(None),
         )?;
-        // The write succeeded; the retention check only logs its failures.
-        if let Err(e) = crate::archive::policy::maintain_after_write(&self.store) {
-            eprintln!("knowledge-db: the retention check after memory_add failed: {e}");
+        // The write succeeded; the upkeep (vectors, retention) only logs its failures.
+        if let Some(line) =
+            crate::upkeep::after_write(&self.store, Some(report.without_vector as u64))
+        {
+            eprintln!("knowledge-db: after memory_add: {line}");
         }
         Ok(report)
     }

@@ -446,6 +446,17 @@ impl Store {
             .and_then(|b| crate::vectors::decode(b, crate::embed::DIM)))
     }
 
+    /// How many live records wait for a vector, counted through the index's
+    /// `has_vector` term (no scan of the records).
+    pub fn records_without_vector(&self) -> Result<u64> {
+        let searcher = self.reader()?.searcher();
+        let missing = TermQuery::new(
+            Term::from_field_u64(self.fields.has_vector, 0),
+            IndexRecordOption::Basic,
+        );
+        Ok(searcher.search(&missing, &tantivy::collector::Count)? as u64)
+    }
+
     /// Computes vectors for records stored without one, `batch` records per commit.
     /// Returns how many records got a vector.
     pub fn embed_missing(

@@ -503,6 +503,9 @@ fn store_items(store_root: &Path, items: &[ColdItem]) -> Result<(usize, usize)> 
     }
     let timeout = store.lock_timeout(None).min(MAX_LOCK_WAIT);
     let report = store.add(records, None, timeout)?;
+    // The summaries were stored without vectors: the background upkeep
+    // computes them (never while the hook waits).
+    crate::upkeep::nudge(&store, Some(report.without_vector as u64));
     Ok((report.added + report.updated, report.unchanged))
 }
 
