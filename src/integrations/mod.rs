@@ -6,11 +6,13 @@
 //! - [`openclaw`]: OpenClaw's `memory_search`/`memory_get` result shapes;
 //! - [`qmd`]: a QMD-compatible backend for OpenClaw's `memory.backend = "qmd"`;
 //! - [`claude_code`]: installing the hooks, the skill and the MCP registration
-//!   into Claude Code's configuration files;
+//!   into Claude Code's configuration files, with absolute paths;
+//! - [`doctor`]: checking an installed setup end to end;
 //! - [`hooks`]: the Claude Code hooks (cold-task summaries, the compression
 //!   queue, the preservation block across compactions).
 
 pub mod claude_code;
+pub mod doctor;
 pub mod hooks;
 pub mod mcp;
 pub mod openclaw;
