@@ -162,11 +162,14 @@ pub struct Due {
     pub fold: bool,
     /// The retention policy has something due.
     pub maintenance: bool,
+    /// Vector files of committed segments are missing (a writer was stopped
+    /// between its commit and writing them).
+    pub vector_files: bool,
 }
 
 impl Due {
     pub fn any(&self) -> bool {
-        self.recovery || self.vectors > 0 || self.fold || self.maintenance
+        self.recovery || self.vectors > 0 || self.fold || self.maintenance || self.vector_files
     }
 }
 
@@ -189,6 +192,11 @@ pub fn due(store: &Store, vectors_waiting: Option<u64>) -> Result<Due> {
         },
         fold: access::pending_bytes(store.root()) >= access::FOLD_SOON_BYTES,
         maintenance: store.config().retention.maintain_on_write && policy::is_due(store)?,
+        vector_files: crate::vectors::missing_files(
+            store.root(),
+            &store.reader()?.searcher(),
+            crate::embed::DIM,
+        )? > 0,
     })
 }
 
@@ -463,6 +471,12 @@ impl Worker<'_, '_> {
                 self.step("recovery")?;
                 let lock = self.store.lock_writer(LOCK_WAIT)?;
                 report.recovered |= crate::archive::ops::recover(self.store, &lock)?;
+            }
+            if due.vector_files {
+                // What a writer stopped after its commit did not write.
+                self.step("vector files")?;
+                self.store.index_vectors(LOCK_WAIT)?;
+                report.recovered = true;
             }
             // The policy first (it may archive records that then need no
             // vector), then the fold, then vectors.

@@ -165,11 +165,28 @@ fn a_worker_killed_at_any_moment_loses_nothing_and_the_next_resumes() {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        std::thread::sleep(Duration::from_millis(300 + seed % 2500));
+        // Half the kills land early (loading the model, the first batch);
+        // the others after the worker has committed a batch, whatever the
+        // machine's speed, at a random moment of a later batch.
+        if round % 2 == 1 {
+            wait_until(Duration::from_secs(300), "a committed batch", || {
+                vectors_waiting(&store) < waiting
+            });
+        }
+        std::thread::sleep(Duration::from_millis(seed % 1500));
         let _ = worker.kill(); // SIGKILL
         let _ = worker.wait();
         let context = format!("round {round}");
-        store.cmd().arg("verify").assert().success();
+        // A kill between a commit and its vector files leaves those files to
+        // build: the next worker (or a hybrid search) builds them from the
+        // stored embeddings; nothing else may be wrong.
+        let verified = store.cmd().args(["verify", "--json"]).output().unwrap();
+        let report: Value = serde_json::from_slice(&verified.stdout).unwrap();
+        for check in report["checks"].as_array().unwrap() {
+            let pending = check["name"] == "vector files"
+                && check["detail"].as_str().unwrap().starts_with("0 damaged");
+            assert!(check["ok"] == true || pending, "{context}: {check}");
+        }
         assert_eq!(contents(&store), before, "{context}: a record changed");
         let stats = store.json(&["stats"]);
         let (with, without) = (
@@ -181,7 +198,7 @@ fn a_worker_killed_at_any_moment_loses_nothing_and_the_next_resumes() {
     }
     // The status of a killed worker says it is not running (the lock says so).
     assert_eq!(status(&store)["running"], false);
-    // The next worker finishes the job.
+    // The next worker finishes the job, vector files included: no repair.
     on(&store).arg("upkeep").assert().success();
     assert_eq!(vectors_waiting(&store), 0);
     store.cmd().arg("verify").assert().success();
