@@ -1,9 +1,8 @@
 // knowledge-db for OpenClaw: one plugin in both exclusive slots.
 //
 // - memory (`plugins.slots.memory`): memory_search and memory_get tools, the
-//   memory search manager OpenClaw's runtime asks for, and `openclaw memory
-//   search|status` (memory-core's CLI is not there when another plugin owns the
-//   slot);
+//   memory search manager OpenClaw's runtime asks for, and `openclaw
+//   knowledge-db search|status`;
 // - context engine `knowledge-db` (`plugins.slots.contextEngine`): rolling
 //   context, see src/engine.js.
 // Both talk to one long-lived `knowledge-db mcp` child (src/client.js).
@@ -15,6 +14,8 @@ import { ENGINE_ID, RollingMemory } from "./src/engine.js";
 import { createManager, jsonResult, providerStatus, readMemory, searchPayload, storeStatus } from "./src/memory.js";
 
 const PLUGIN_ID = "knowledge-db";
+const CLI_COMMAND = "knowledge-db";
+const CLI_DESCRIPTION = "Search long-term memory (knowledge-db) and show what its store holds";
 const VERSION = createRequire(import.meta.url)("./package.json").version;
 
 /** Defaults of the manifest's configSchema. */
@@ -52,6 +53,17 @@ function sharedClient(config, logger) {
     clients.set(key, client);
   }
   return client;
+}
+
+/** One line on stdout (OpenClaw's CLI sends console.log to stderr). */
+function print(/** @type {string} */ line) {
+  process.stdout.write(`${line}\n`);
+}
+
+/** Stops every child (tests; a gateway's children end with it anyway). */
+export async function closeAll() {
+  for (const client of clients.values()) await client.close();
+  clients.clear();
 }
 
 /** OpenClaw's own helpers, when this OpenClaw has them. */
@@ -146,11 +158,17 @@ function memoryTools(get) {
   return [search, get_];
 }
 
-/** `openclaw memory search|status`, on the plugin's own store. */
+/**
+ * `openclaw knowledge-db search|status`, on the plugin's own store. Not
+ * `openclaw memory …`: OpenClaw 2026.9.6 registers memory-core's `memory`
+ * command even while memory-core is disabled (and that command does not ask
+ * the slot owner), so a second `memory` is refused as a duplicate, or wins
+ * only by load order.
+ */
 function registerMemoryCli(api, get) {
   api.registerCli(
     async ({ program }) => {
-      const memory = program.command("memory").description("Search long-term memory and show its status (knowledge-db)");
+      const memory = program.command(CLI_COMMAND).description(CLI_DESCRIPTION);
       memory
         .command("search")
         .description("Search long-term memory")
@@ -165,12 +183,12 @@ function registerMemoryCli(api, get) {
               maxResults: opts.maxResults,
               minScore: opts.minScore,
             });
-            if (opts.json) console.log(JSON.stringify(payload, null, 2));
-            else if (!payload.results?.length) console.log(`No results (${payload.debug?.vector ?? ""}).`);
+            if (opts.json) print(JSON.stringify(payload, null, 2));
+            else if (!payload.results?.length) print(`No results (${payload.debug?.vector ?? ""}).`);
             else {
               payload.results.forEach((/** @type {any} */ r, /** @type {number} */ i) => {
-                console.log(`${i + 1}. ${r.citation} (score ${Number(r.score).toFixed(3)})`);
-                console.log(`   ${String(r.snippet).split("\n")[0]}`);
+                print(`${i + 1}. ${r.citation} (score ${Number(r.score).toFixed(3)})`);
+                print(`   ${String(r.snippet).split("\n")[0]}`);
               });
             }
           } finally {
@@ -191,22 +209,22 @@ function registerMemoryCli(api, get) {
             } catch (e) {
               error = message(e);
             }
-            if (opts.json) console.log(JSON.stringify(providerStatus(status, error), null, 2));
+            if (opts.json) print(JSON.stringify(providerStatus(status, error), null, 2));
             else if (!status) {
-              console.log(`knowledge-db: unreachable: ${error}`);
+              print(`knowledge-db: unreachable: ${error}`);
               process.exitCode = 1;
             } else {
-              console.log(`store: ${status.store}`);
-              console.log(`records: ${status.records} (${JSON.stringify(status.byKind)})`);
-              console.log(`vectors waiting: ${status.vectorsWaiting}`);
-              console.log(`model present: ${status.modelPresent ? "yes" : "no"}; vector search: ${status.vector}`);
+              print(`store: ${status.store}`);
+              print(`records: ${status.records} (${JSON.stringify(status.byKind)})`);
+              print(`vectors waiting: ${status.vectorsWaiting}`);
+              print(`model present: ${status.modelPresent ? "yes" : "no"}; vector search: ${status.vector}`);
             }
           } finally {
             await client.close();
           }
         });
     },
-    { descriptors: [{ name: "memory", description: "Search long-term memory and show its status (knowledge-db)", hasSubcommands: true }] },
+    { descriptors: [{ name: CLI_COMMAND, description: CLI_DESCRIPTION, hasSubcommands: true }] },
   );
 }
 

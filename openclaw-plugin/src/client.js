@@ -94,6 +94,8 @@ export class KnowledgeDbClient {
       );
     }
     this.client = client;
+    this.transport = transport;
+    detach(transport, false);
     return client;
   }
 
@@ -140,8 +142,25 @@ export class KnowledgeDbClient {
     this.closed = true;
     const client = this.client;
     this.client = null;
+    // Closing waits for the child to exit: hold the process until it has.
+    if (this.transport) detach(this.transport, true);
     await client?.close().catch(() => {});
   }
+}
+
+/**
+ * Lets the process exit while the child idles (a one-shot `openclaw` command
+ * must not hang on it); a call in flight still holds the process through its
+ * timeout timer. The child exits when our end of its stdin closes.
+ * @param {any} transport
+ * @param {boolean} hold ref again (to wait for the child's exit)
+ */
+function detach(transport, hold) {
+  const child = transport._process;
+  if (!child) return;
+  const method = hold ? "ref" : "unref";
+  child[method]?.();
+  for (const stream of [child.stdin, child.stdout, child.stderr]) stream?.[method]?.();
 }
 
 /** The gateway's environment for the child (the SDK passes only a safe subset by default). */
