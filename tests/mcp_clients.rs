@@ -144,40 +144,31 @@ fn inspector_cli_lists_output_schemas_and_sends_numbers_as_text() {
     for tool in tools {
         assert_eq!(tool["outputSchema"]["type"], "object", "{tool}");
     }
-    let (ok, found) = inspector(
-        &path,
-        &store,
-        &[
-            "--method",
-            "tools/call",
-            "--tool-name",
-            "memory_search",
-            "--tool-arg",
-            "query=oauth2.py refresh",
-            "--tool-arg",
-            "maxResults=2",
-        ],
-    );
+    let search = |max_results: &str| {
+        let query = format!("maxResults={max_results}");
+        inspector(
+            &path,
+            &store,
+            &[
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "memory_search",
+                "--tool-arg",
+                "query=oauth2.py refresh",
+                "--tool-arg",
+                &query,
+            ],
+        )
+    };
+    let (ok, found) = search("2");
     assert!(ok && found["isError"] == false, "{found}");
     let results = found["structuredContent"]["results"]
         .as_array()
         .expect("results");
     assert_eq!(results.len(), 2, "{found}");
     assert_eq!(results[0]["id"], "seg-auth-0001");
-    let (ok, zero) = inspector(
-        &path,
-        &store,
-        &[
-            "--method",
-            "tools/call",
-            "--tool-name",
-            "memory_search",
-            "--tool-arg",
-            "query=oauth2.py",
-            "--tool-arg",
-            "maxResults=0",
-        ],
-    );
+    let (ok, zero) = search("0");
     let message = zero["error"]["message"].as_str().unwrap_or_default();
     assert!(!ok && message.contains("below its minimum 1"), "{zero}");
 }

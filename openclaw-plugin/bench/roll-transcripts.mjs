@@ -25,20 +25,13 @@ import { gunzipSync } from "node:zlib";
 
 import { messageKeys, messageText } from "../src/messages.js";
 import { searchPayload } from "../src/memory.js";
+import { parseArgs } from "./args.mjs";
 import { REPO, importOpenclaw, rollingMemory, tempStore, withoutModel } from "../test/helpers.js";
 
-const args = process.argv.slice(2);
-const flag = (name, fallback) => {
-  const i = args.indexOf(name);
-  if (i < 0) return fallback;
-  const v = args[i + 1];
-  args.splice(i, 2);
-  return v;
-};
+const { args, flag, present } = parseArgs();
 const budget = Number(flag("--budget", "50000"));
 const bin = resolve(flag("--bin", join(REPO, "target/release/knowledge-db")));
-const withModel = args.includes("--with-model");
-if (withModel) args.splice(args.indexOf("--with-model"), 1);
+const withModel = present("--with-model");
 const dir = resolve(args[0] ?? join(REPO, "../shared/eval/transcripts/claude-code-entire-cli"));
 const count = Number(args[1] ?? 20);
 if (!withModel) withoutModel();

@@ -18,16 +18,10 @@ import { join, resolve } from "node:path";
 
 import { KnowledgeDbClient } from "../src/client.js";
 import { createManager } from "../src/memory.js";
+import { parseArgs } from "./args.mjs";
 import { REPO } from "../test/helpers.js";
 
-const args = process.argv.slice(2);
-const flag = (name, fallback) => {
-  const i = args.indexOf(name);
-  if (i < 0) return fallback;
-  const v = args[i + 1];
-  args.splice(i, 2);
-  return v;
-};
+const { args, flag } = parseArgs();
 const bin = resolve(flag("--bin", join(REPO, "target/release/knowledge-db")));
 const namespace = flag("--namespace", "*");
 const [store, queriesFile, callsArg] = args;
