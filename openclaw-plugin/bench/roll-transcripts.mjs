@@ -25,6 +25,7 @@ import { gunzipSync } from "node:zlib";
 
 import { messageKeys, messageText } from "../src/messages.js";
 import { searchPayload } from "../src/memory.js";
+import { rollNote } from "../src/roll.js";
 import { parseArgs } from "./args.mjs";
 import { REPO, importOpenclaw, rollingMemory, tempStore, withoutModel } from "../test/helpers.js";
 
@@ -84,6 +85,7 @@ const rows = [];
 const compactMs = [];
 const assembleMs = [];
 const evictedAll = [];
+const notes = [];
 let overBudget = 0;
 for (const { f } of files) {
   const out = execFileSync(bin, ["--store", store, "evict", "--transcript", f, "--context-window", "1000000000", "--dry-run"], {
@@ -117,6 +119,7 @@ for (const { f } of files) {
   const evicted = messages.slice(0, through + 1).filter((m) => m.role !== "system");
   evicted.forEach((m) => evictedAll.push({ id: `${sessionId}:${keys[messages.indexOf(m)]}`, text: messageText(m) }));
   rows.push({ session: sessionId, messages: messages.length, tokens: tokens(messages), evicted: s.evicted?.count ?? 0, evictedTokens: s.evicted?.tokens ?? 0, compactions });
+  if (s.evicted) notes.push(rollNote(s.evicted));
 }
 
 let asked = 0;
@@ -138,6 +141,7 @@ console.log("session                               messages   tokens  evicted  e
 for (const r of rows) {
   console.log(`${r.session.padEnd(37)} ${String(r.messages).padStart(8)} ${String(r.tokens).padStart(8)} ${String(r.evicted).padStart(8)} ${String(r.evictedTokens).padStart(15)} ${String(r.compactions).padStart(12)}`);
 }
+for (const note of notes) console.log(note);
 const total = (k) => rows.reduce((a, r) => a + r[k], 0);
 console.log(
   JSON.stringify(
