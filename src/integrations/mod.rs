@@ -2,7 +2,8 @@
 //!
 //! - [`service`]: the warm memory a long-running front end keeps open (store,
 //!   model, a search engine reopened when another process commits);
-//! - [`mcp`]: the stdio MCP server (`knowledge-db mcp`);
+//! - [`mcp`]: the stdio MCP server (`knowledge-db mcp`); [`mcp_schema`] tidies
+//!   its tools' schemas and checks arguments, [`mcp_wire`] answers every line;
 //! - [`openclaw`]: OpenClaw's `memory_search`/`memory_get` result shapes;
 //! - [`qmd`]: a QMD-compatible backend for OpenClaw's `memory.backend = "qmd"`;
 //! - [`claude_code`]: installing the hooks, the skill and the MCP registration
@@ -15,6 +16,8 @@ pub mod claude_code;
 pub mod doctor;
 pub mod hooks;
 pub mod mcp;
+pub mod mcp_schema;
+pub mod mcp_wire;
 pub mod openclaw;
 pub mod qmd;
 pub mod service;
