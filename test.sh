@@ -35,8 +35,9 @@ cargo test --locked --doc
 # The OpenClaw plugin against the binary the tests just built, in OpenClaw's
 # own loader, CLI and harness (openclaw-plugin/test/).
 if [ -z "$clients_skipped" ]; then
+  # No background upkeep: the tests see exactly what their calls did.
   (cd openclaw-plugin && KNOWLEDGE_DB_BIN="$PWD/../target/debug/knowledge-db" \
-    "$KDB_NODE24/node" --test --test-concurrency=1 "test/*.test.js")
+    KNOWLEDGE_DB_UPKEEP=off "$KDB_NODE24/node" --test --test-concurrency=1 "test/*.test.js")
 else
   echo "test.sh: SKIPPED the OpenClaw plugin tests: $clients_skipped" >&2
 fi

@@ -76,6 +76,7 @@ fn inspector(inspector: &Path, store: &TestStore, args: &[&str]) -> (bool, Value
         .args(["mcp", "--no-vectors"])
         .args(args)
         .env("PATH", node_path())
+        .env("KNOWLEDGE_DB_UPKEEP", "off")
         .output()
         .expect("run mcp-inspector");
     let text = String::from_utf8_lossy(if out.status.success() {
@@ -102,6 +103,7 @@ fn python_sdk_negotiates_both_protocols_and_validates_outputs() {
         .arg(repo().join("scripts/mcp-client-python.py"))
         .arg(binary())
         .arg(store.path())
+        .env("KNOWLEDGE_DB_UPKEEP", "off")
         .output()
         .expect("run the Python SDK client");
     let stdout = String::from_utf8_lossy(&out.stdout);
