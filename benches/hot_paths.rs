@@ -252,9 +252,58 @@ fn search(c: &mut Criterion) {
     group.finish();
 }
 
+/// What tracking reads adds to a search and a get: appending the hits to the
+/// access log, the upkeep's two-`stat` check after a search, and a `get`
+/// (which also adds the reads waiting in the log), next to the search itself.
+fn access_tracking(c: &mut Criterion) {
+    let (_dir, store) = store(50_000);
+    let engine = engine(&store);
+    let all = Filters::default();
+    let rank = RankOptions {
+        mode: Mode::Bm25,
+        ..RankOptions::default()
+    };
+    let query = text(31).split(' ').take(4).collect::<Vec<_>>().join(" ");
+    let ids: Vec<String> = engine
+        .search_ids(&query, 10, &all, &rank)
+        .expect("search")
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let mut group = c.benchmark_group("access tracking, 50k records");
+    group.bench_function("bm25 search, k=10 (hits logged)", |b| {
+        b.iter(|| engine.search(black_box(&query), 10, &all, &rank).expect("search").results.len())
+    });
+    group.bench_function("log 10 hits", |b| {
+        b.iter(|| knowledge_db::archive::access::log(store.root(), black_box(&id_refs)))
+    });
+    group.bench_function("upkeep check after a read", |b| {
+        b.iter(|| knowledge_db::upkeep::after_read(&store, black_box(Some(0))))
+    });
+    // `get` reads the reads not yet folded: with a log at the size the
+    // upkeep folds at (its worst case), restored before each call.
+    let log = store.root().join(knowledge_db::archive::access::LOG);
+    let line = format!("1767609720000\t{}\n", ids[1]);
+    let full = line.repeat(knowledge_db::archive::access::FOLD_SOON_BYTES as usize / line.len());
+    group.bench_function("get, 64 KiB of reads waiting (added, read logged)", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                std::fs::write(&log, &full).expect("log");
+                let started = std::time::Instant::now();
+                black_box(store.get(black_box(&ids[0])).expect("get").is_some());
+                total += started.elapsed();
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(30).measurement_time(Duration::from_secs(3));
-    targets = tokenizer, analyze, transcript_parsing, archive_frames, fusion, search
+    targets = tokenizer, analyze, transcript_parsing, archive_frames, fusion, search, access_tracking
 }
 criterion_main!(benches);

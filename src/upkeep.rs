@@ -243,19 +243,21 @@ pub fn nudge(store: &Store, vectors_waiting: Option<u64>) -> Nudge {
     if !enabled(store) {
         return Nudge::Disabled;
     }
+    let files = Files::new(store.root());
+    // The mark first: a worker that is finishing looks for it after letting
+    // the lock go, so this work is never left to nobody. (A mark left when
+    // nothing was due costs the next worker one empty round.)
+    if let Err(e) = files.want() {
+        return Nudge::Failed(e.to_string());
+    }
+    // A running worker sees the work itself: no need to count it here.
+    if files.worker_running() {
+        return Nudge::Running;
+    }
     match due(store, vectors_waiting) {
         Ok(due) if !due.any() => return Nudge::Idle,
         Ok(_) => {}
         Err(e) => return Nudge::Failed(format!("checking what is due: {e}")),
-    }
-    let files = Files::new(store.root());
-    // The mark first: a worker that is finishing looks for it after letting
-    // the lock go, so this work is never left to nobody.
-    if let Err(e) = files.want() {
-        return Nudge::Failed(e.to_string());
-    }
-    if files.worker_running() {
-        return Nudge::Running;
     }
     let status = files.read_status();
     if status

@@ -124,6 +124,37 @@ impl Pending {
         Ok(pending)
     }
 
+    /// The reads of one record only (what `get` needs: no map of every id).
+    pub fn read_one(root: &Path, id: &str) -> Result<Pending> {
+        let mut pending = Pending::default();
+        let mut times = Vec::new();
+        let suffix = format!("\t{id}");
+        for name in [FOLDING, LOG] {
+            let path = root.join(name);
+            let text = match fs::read(&path) {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(&path, e)),
+            };
+            // Only lines ending in this id are parsed.
+            for line in text.split(|&b| b == b'\n') {
+                let Some(time) = line.strip_suffix(suffix.as_bytes()) else {
+                    continue;
+                };
+                if let Some(millis) = std::str::from_utf8(time)
+                    .ok()
+                    .and_then(|t| t.parse::<i64>().ok())
+                {
+                    times.push(logged_millis(millis));
+                }
+            }
+        }
+        if !times.is_empty() {
+            pending.reads.insert(id.to_string(), times);
+        }
+        Ok(pending)
+    }
+
     fn read_file(&mut self, path: &Path) -> Result<()> {
         for_each_line(path, |millis, id| {
             self.reads.entry(id.to_string()).or_default().push(millis);
@@ -290,6 +321,21 @@ mod tests {
         let mut other = record("c", 7, None);
         assert!(!pending.apply(&mut other));
         assert_eq!((other.access_count, other.last_accessed), (7, None));
+    }
+
+    #[test]
+    fn the_reads_of_one_record_are_those_the_full_read_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join(LOG),
+            "1767609720000\ta\n1767609720001\tba\n1767609720002\ta\ngarbage\ta\n",
+        )
+        .unwrap();
+        let one = Pending::read_one(dir.path(), "a").unwrap();
+        let all = Pending::read(dir.path()).unwrap();
+        assert_eq!(one.reads.get("a"), all.reads.get("a"));
+        assert_eq!(one.reads["a"].len(), 2);
+        assert!(Pending::read_one(dir.path(), "c").unwrap().is_empty());
     }
 
     #[test]

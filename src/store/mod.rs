@@ -582,7 +582,7 @@ impl Store {
         let Some(mut record) = get_record(&searcher, &self.fields, id)? else {
             return Ok(None);
         };
-        crate::archive::access::Pending::read(&self.root)?.apply(&mut record);
+        crate::archive::access::Pending::read_one(&self.root, id)?.apply(&mut record);
         crate::archive::access::log(&self.root, &[id]);
         Ok(Some(record))
     }
