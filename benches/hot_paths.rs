@@ -273,7 +273,13 @@ fn access_tracking(c: &mut Criterion) {
     let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
     let mut group = c.benchmark_group("access tracking, 50k records");
     group.bench_function("bm25 search, k=10 (hits logged)", |b| {
-        b.iter(|| engine.search(black_box(&query), 10, &all, &rank).expect("search").results.len())
+        b.iter(|| {
+            engine
+                .search(black_box(&query), 10, &all, &rank)
+                .expect("search")
+                .results
+                .len()
+        })
     });
     group.bench_function("log 10 hits", |b| {
         b.iter(|| knowledge_db::archive::access::log(store.root(), black_box(&id_refs)))
