@@ -219,6 +219,26 @@ pub fn find(state: &SessionState, settings: &HookSettings, namespace: &str) -> V
     items
 }
 
+/// The summary of every completed task and every segment of the session, cold or
+/// not (the open segment is closed first): what the summaries would say if the
+/// session ended now. The quality test scores these against labels.
+pub fn all_items(state: &mut SessionState, namespace: &str) -> Vec<ColdItem> {
+    state.close_segment();
+    let mut items: Vec<ColdItem> = state
+        .tasks
+        .iter()
+        .filter(|t| t.status == "completed")
+        .map(|t| task_item(state, t, namespace))
+        .collect();
+    items.extend(
+        state
+            .closed_segments
+            .iter()
+            .map(|s| segment_item(state, s, namespace)),
+    );
+    items
+}
+
 /// Marks items as summarized in the state (after they were stored): tasks are
 /// flagged and their details dropped, segments removed.
 pub fn mark_summarized(state: &mut SessionState, items: &[ColdItem]) {
