@@ -39,6 +39,7 @@ fn summaries(file: &str) -> Vec<ColdItem> {
     let transcript = read_slice(path, &bytes, Some(Format::ClaudeCode), ReadFrom::default())
         .expect("transcript");
     let mut state = SessionState::new(&transcript.session_id, path.to_path_buf());
+    state.cwd.clone_from(&transcript.cwd);
     state.observe(&transcript.messages, 20);
     cold::all_items(&mut state, "default")
 }
@@ -96,13 +97,19 @@ impl Score {
 }
 
 /// Scores sentence lists (decisions, errors, outcomes) against label entries.
-fn score_entries(score: &mut Score, extracted: &[String], entries: &[Value], misses: &mut Vec<String>) {
+fn score_entries(
+    field: &str,
+    score: &mut Score,
+    extracted: &[String],
+    entries: &[Value],
+    misses: &mut Vec<String>,
+) {
     for text in extracted {
         score.extracted += 1;
         if entries.iter().any(|e| matches(e, text)) {
             score.correct += 1;
         } else {
-            misses.push(format!("  extra: {text}"));
+            misses.push(format!("  extra {field}: {text}"));
         }
     }
     for entry in entries.iter().filter(|e| e["required"] == true) {
@@ -110,7 +117,8 @@ fn score_entries(score: &mut Score, extracted: &[String], entries: &[Value], mis
         if extracted.iter().any(|t| matches(entry, t)) {
             score.found += 1;
         } else {
-            misses.push(format!("  missed: {}", entry.get("label").unwrap_or(&entry["any"])));
+            let what = entry.get("label").unwrap_or(&entry["any"]);
+            misses.push(format!("  missed {field}: {what}"));
         }
     }
 }
@@ -162,7 +170,9 @@ fn rule_based_summaries_keep_what_a_careful_reader_keeps() {
     let (mut exact_turns, mut report) = (0, String::new());
     for label in items {
         let file = label["session"].as_str().expect("session");
-        let extracted = cache.entry(file.to_string()).or_insert_with(|| summaries(file));
+        let extracted = cache
+            .entry(file.to_string())
+            .or_insert_with(|| summaries(file));
         let mut misses = Vec::new();
         let Some(item) = find(extracted, label) else {
             report.push_str(&format!("{file} {}: NOT FOUND\n", label["label"]));
@@ -185,13 +195,21 @@ fn rule_based_summaries_keep_what_a_careful_reader_keeps() {
             misses.push(format!("  turns {turns:?}, labeled {wanted:?}"));
         }
         // Files: recall over the labeled files, precision over what was extracted.
-        let files = strings(if item.kind == "task" { &r["files_modified"] } else { &r["key_files"] });
+        let files = strings(if item.kind == "task" {
+            &r["files_modified"]
+        } else {
+            &r["key_files"]
+        });
         let wanted_files = strings(&label["files_modified"]);
         let optional_files = strings(&label["files_optional"]);
         let s = scores.entry("files").or_default();
         for f in &files {
             s.extracted += 1;
-            if wanted_files.iter().chain(&optional_files).any(|w| file_matches(f, w)) {
+            if wanted_files
+                .iter()
+                .chain(&optional_files)
+                .any(|w| file_matches(f, w))
+            {
                 s.correct += 1;
             } else {
                 misses.push(format!("  extra file: {f}"));
@@ -212,10 +230,21 @@ fn rule_based_summaries_keep_what_a_careful_reader_keeps() {
         ];
         for (field, extracted) in fields {
             let entries = label[field].as_array().cloned().unwrap_or_default();
-            score_entries(scores.entry(field).or_default(), &extracted, &entries, &mut misses);
+            score_entries(
+                field,
+                scores.entry(field).or_default(),
+                &extracted,
+                &entries,
+                &mut misses,
+            );
         }
         if !misses.is_empty() {
-            report.push_str(&format!("{file} {} ({}):\n{}\n", label["label"], item.id, misses.join("\n")));
+            report.push_str(&format!(
+                "{file} {} ({}):\n{}\n",
+                label["label"],
+                item.id,
+                misses.join("\n")
+            ));
         }
     }
     println!("{report}");
@@ -234,4 +263,19 @@ fn rule_based_summaries_keep_what_a_careful_reader_keeps() {
     }
     println!("| turn range | exact | {exact_turns}/{} | |", items.len());
     assert!(items.len() >= 20);
+    // The targets (issue 18): decisions and errors precision at least 0.9,
+    // modified files recall at least 0.95, turn ranges exact. Task ranges are
+    // exact; one labeled topic boundary (a follow-up question the segmenter
+    // reads as the same topic) is allowed to differ.
+    assert!(
+        scores["decisions"].precision() >= 0.9,
+        "decisions precision"
+    );
+    assert!(scores["errors"].precision() >= 0.9, "errors precision");
+    assert!(scores["files"].recall() >= 0.95, "files recall");
+    assert!(
+        exact_turns as f64 >= 0.95 * items.len() as f64,
+        "turn ranges: {exact_turns}/{} exact",
+        items.len()
+    );
 }

@@ -19,6 +19,7 @@
 //! errors go: a hook never fails the agent's tool call, it logs and exits 0.
 
 pub mod cold;
+pub mod extract;
 pub mod preserve;
 pub mod queue;
 pub mod session;
@@ -334,9 +335,17 @@ pub fn update_state(
             prompts_before: state.prompts,
             session_id: Some(input.session_id.clone()),
         };
-        let read = read_slice(transcript, &bytes, Some(Format::ClaudeCode), from)?;
+        let mut read = read_slice(transcript, &bytes, Some(Format::ClaudeCode), from)?;
         report.messages = read.messages.len();
+        // Lines are numbered from the file's start, not from this read's.
+        for message in &mut read.messages {
+            message.line += state.lines as usize;
+        }
+        if state.cwd.is_none() {
+            state.cwd.clone_from(&read.cwd);
+        }
         state.observe(&read.messages, settings.recent_turns);
+        state.lines += bytes.iter().filter(|&&b| b == b'\n').count() as u64;
         state.offset += whole as u64;
         state.tail_hash = tail_hash(&mut file, transcript, state.offset)?;
     }
@@ -708,6 +717,7 @@ mod tests {
         for task in &mut state.tasks {
             task.activity.tokens = 0;
         }
+        state.since_task_change.tokens = 0;
         for segment in state
             .closed_segments
             .iter_mut()
