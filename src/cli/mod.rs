@@ -12,6 +12,7 @@ mod ingest;
 mod mcp;
 mod output;
 mod qmd;
+mod show;
 mod verify;
 
 use std::io::{IsTerminal, Write};
@@ -29,7 +30,6 @@ use crate::search::batch::{read_queries, run_batch};
 use crate::search::fusion::Fusion;
 use crate::search::time::parse_bound;
 use crate::search::{Filters, Mode, RankOptions, SearchEngine, TierFilter};
-use crate::store::add::add_paths;
 use crate::store::{default_root, Store};
 
 const AFTER_HELP: &str = "\
@@ -95,6 +95,11 @@ enum Command {
     /// Delete records by id.
     #[command(after_help = "Example:\n  knowledge-db delete seg-0042 s1:3")]
     Delete(DeleteArgs),
+
+    /// Print the raw messages of a session's turns A-B (from the store, else
+    /// the transcript): what an agent reads to compress a queued segment.
+    #[command(after_help = show::AFTER_HELP)]
+    Show(show::ShowArgs),
 
     /// Show record counts by kind, tier and namespace, and sizes on disk.
     #[command(after_help = "Example:\n  knowledge-db stats --json")]
@@ -541,6 +546,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Search(args) => search(&root, args),
         Command::Get(args) => get(&root, args),
         Command::Delete(args) => delete(&root, args),
+        Command::Show(args) => show::run(&root, args),
         Command::Stats(args) => stats(&root, args.json),
         Command::Embed(args) => embed(&root, args),
         Command::Eval(args) => eval(args),
@@ -623,19 +629,37 @@ fn add(root: &std::path::Path, args: AddArgs) -> anyhow::Result<ExitCode> {
         },
         EmbedWhen::Later => None,
     };
-    let summary = add_paths(
+    // A segment a queue waits for moves its queue entry (see hooks::queue).
+    let started = std::time::Instant::now();
+    let (records, bytes_read, skipped_files) =
+        crate::store::add::read_records(&store, &args.paths, &mut stdin, &options)?;
+    let count = records.len();
+    let outcome = crate::integrations::hooks::queue::add_and_settle(
         &store,
-        &args.paths,
-        &mut stdin,
-        &options,
+        records,
         embedder.as_mut().map(|e| e.as_mut() as &mut dyn Embedder),
         store.lock_timeout(args.lock_timeout),
     )?;
+    let summary = crate::store::add::AddSummary {
+        records: count,
+        report: outcome.report.clone(),
+        bytes_read,
+        skipped_files,
+        seconds: started.elapsed().as_secs_f64(),
+    };
     spinner.finish_and_clear();
     if args.json {
-        output::print_json(&summary)?;
+        let mut value = serde_json::to_value(&summary)?;
+        value["compressed"] = serde_json::to_value(&outcome.compressed)?;
+        output::print_json(&value)?;
     } else {
         output::print_add_summary(&summary);
+        for line in crate::integrations::hooks::queue::arrival_lines(&outcome.compressed) {
+            println!("{line}");
+        }
+    }
+    if let Some(why) = &outcome.queue_error {
+        eprintln!("warning: the records were added, but the compression queue was not updated: {why} (the next hook call settles it)");
     }
     maintain_after_write(&store);
     Ok(ExitCode::SUCCESS)

@@ -32,7 +32,7 @@ pub const NAME: &str = "knowledge-db";
 pub const HOOKS: [(&str, &str, &str, Option<u64>); 3] = [
     (
         "PostToolUse",
-        "Write|Edit|TaskCreate|TaskUpdate",
+        "Bash|Write|Edit|TaskCreate|TaskUpdate|TodoWrite",
         "knowledge-db hook post-tool-use",
         Some(30),
     ),
@@ -381,7 +381,10 @@ mod tests {
         let post = value["hooks"]["PostToolUse"].as_array().expect("list");
         assert_eq!(post.len(), 2);
         assert_eq!(post[0]["hooks"][0]["command"], "lint.sh");
-        assert_eq!(post[1]["matcher"], "Write|Edit|TaskCreate|TaskUpdate");
+        assert_eq!(
+            post[1]["matcher"],
+            "Bash|Write|Edit|TaskCreate|TaskUpdate|TodoWrite"
+        );
         assert_eq!(post[1]["hooks"][0]["timeout"], 30);
         assert_eq!(value["hooks"]["SessionStart"][0]["matcher"], "compact");
         assert_eq!(

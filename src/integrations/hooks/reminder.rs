@@ -1,0 +1,203 @@
+//! The reminder: what `hook post-tool-use` tells the agent when finished parts
+//! of its session wait in the compression queue.
+//!
+//! It says, in at most about 400 tokens (o200k; tested): which items (id,
+//! turns, size, topic), how to read one back (`knowledge-db show`, or MCP
+//! `memory_get` with a session and a turn range), what to keep and what to
+//! drop, the JSON to write, how to save it (`knowledge-db add -` with the JSON
+//! on stdin, or MCP `memory_add`), and the one line to report. Every command in
+//! it runs as written: it names this binary and store the way the hook itself
+//! was started.
+
+use std::path::Path;
+
+use super::queue::{PendingEntry, Queue};
+use super::session::cut;
+use super::{ContextUsage, HookSettings};
+
+/// Items listed by name; the rest are counted.
+const MAX_LISTED: usize = 5;
+/// Longest topic shown.
+const TOPIC_CHARS: usize = 70;
+
+/// How to call knowledge-db on this store from a shell: `knowledge-db` when
+/// that is this binary on `PATH`, else its absolute path; with `--store` unless
+/// the store is the default one.
+pub fn command_prefix(store_root: &Path) -> String {
+    let exe = std::env::current_exe().ok();
+    let on_path = exe.as_deref().is_some_and(|exe| {
+        std::env::var_os("PATH").is_some_and(|paths| {
+            std::env::split_paths(&paths).any(|dir| {
+                let candidate = dir.join("knowledge-db");
+                candidate.exists() && candidate.canonicalize().ok() == exe.canonicalize().ok()
+            })
+        })
+    });
+    let program = match exe {
+        Some(exe) if !on_path => shell_quote(&exe.display().to_string()),
+        _ => "knowledge-db".to_string(),
+    };
+    // An absolute store folder: the agent's shell may run anywhere.
+    let store = store_root
+        .canonicalize()
+        .or_else(|_| std::path::absolute(store_root))
+        .unwrap_or_else(|_| store_root.to_path_buf());
+    let default = crate::store::default_root();
+    let default = default.canonicalize().unwrap_or(default);
+    if store == default {
+        program
+    } else {
+        format!(
+            "{program} --store {}",
+            shell_quote(&store.display().to_string())
+        )
+    }
+}
+
+/// A word the shell reads back as `text`.
+fn shell_quote(text: &str) -> String {
+    if text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c))
+    {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+fn thousands(n: u64) -> String {
+    if n >= 10_000 {
+        format!("{:.0}k", n as f64 / 1000.0)
+    } else if n >= 1000 {
+        format!("{:.1}k", n as f64 / 1000.0)
+    } else {
+        n.to_string()
+    }
+}
+
+fn item_line(n: usize, e: &PendingEntry) -> String {
+    format!(
+        "{n}. `{}` turns {}-{}, ~{} tokens: {}",
+        e.segment_id,
+        e.start_turn,
+        e.end_turn,
+        thousands(e.original_tokens),
+        cut(e.topic.trim(), TOPIC_CHARS)
+    )
+}
+
+/// The reminder for the queue's pending items (empty queue: `None`).
+pub fn reminder(
+    queue: &Queue,
+    usage: Option<ContextUsage>,
+    settings: &HookSettings,
+    prefix: &str,
+) -> Option<String> {
+    let first = queue.pending.first()?;
+    let session = &queue.session_id;
+    let total: u64 = queue.pending.iter().map(|e| e.original_tokens).sum();
+    let mut text = String::from("knowledge-db: ");
+    if let Some(u) = usage {
+        text.push_str(&format!(
+            "context at {:.0}% of {} tokens. ",
+            u.fraction * 100.0,
+            thousands(settings.context_window)
+        ));
+    }
+    text.push_str(&format!(
+        "{} finished part(s) of session {session} (~{} tokens) wait for you to compress them; rule-based summaries are stored meanwhile.\n",
+        queue.pending.len(),
+        thousands(total)
+    ));
+    for (i, entry) in queue.pending.iter().take(MAX_LISTED).enumerate() {
+        text.push_str(&item_line(i + 1, entry));
+        text.push('\n');
+    }
+    if queue.pending.len() > MAX_LISTED {
+        text.push_str(&format!(
+            "…and {} more in the queue file.\n",
+            queue.pending.len() - MAX_LISTED
+        ));
+    }
+    text.push_str(&format!(
+        "For each: read its turns with `{prefix} show --session {session} --turns {}-{}` \
+         (or MCP memory_get {{\"session\":\"{session}\",\"from\":{},\"to\":{}}}). \
+         Write it 80-90% shorter: keep decisions, files changed, errors and their fixes, outcomes, user preferences; \
+         drop tool output, intermediate debugging, back-and-forth, boilerplate. \
+         Save it with `{prefix} add -` (the JSON on stdin) or MCP memory_add {{\"records\":[…]}}:\n",
+        first.start_turn, first.end_turn, first.start_turn, first.end_turn
+    ));
+    text.push_str(&format!(
+        "{{\"segment_id\":\"{}\",\"session_id\":\"{session}\",\"topic\":\"…\",\"start_turn\":{},\"end_turn\":{},\
+         \"compressed_content\":\"…\",\"key_decisions\":[\"…\"],\"key_files\":[\"…\"]}}\n",
+        first.segment_id, first.start_turn, first.end_turn
+    ));
+    text.push_str("Then tell the user in one line: Compressed N segments (X tokens → Y tokens).");
+    Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::tokens::Tokenizer;
+
+    fn entry(n: u64) -> PendingEntry {
+        PendingEntry {
+            segment_id: format!("533ff7a3-d390-41ff-b9e8-1b09fb4c2fe2:segment:{}-{}", n * 40, n * 40 + 37),
+            topic: "Implement the following plan: Remove transcript_path Storage and Compute Dynamically from the session state".into(),
+            start_turn: n * 40,
+            end_turn: n * 40 + 37,
+            message_count: 80,
+            turns_since_mention: 25,
+            queued_at_turn: 300,
+            timestamp: "2026-01-05T10:00:00Z".into(),
+            kind: "segment".into(),
+            original_tokens: 12_400 + n,
+        }
+    }
+
+    fn queue(n: u64) -> Queue {
+        Queue {
+            session_id: "533ff7a3-d390-41ff-b9e8-1b09fb4c2fe2".into(),
+            pending: (1..=n).map(entry).collect(),
+            ..Queue::default()
+        }
+    }
+
+    #[test]
+    fn the_reminder_fits_in_400_tokens_and_names_working_commands() {
+        let prefix = "/home/me/.local/bin/knowledge-db --store /home/me/.local/share/knowledge-db";
+        let usage = ContextUsage {
+            tokens: 156_000,
+            fraction: 0.78,
+            source: "usage",
+        };
+        for n in [1, 5, 9] {
+            let text = reminder(&queue(n), Some(usage), &HookSettings::default(), prefix).unwrap();
+            let tokens = Tokenizer::O200k.count(&text);
+            assert!(tokens <= 400, "{n} items: {tokens} tokens\n{text}");
+        }
+        let text = reminder(&queue(1), Some(usage), &HookSettings::default(), prefix).unwrap();
+        assert!(text.contains(&format!(
+            "`{prefix} show --session 533ff7a3-d390-41ff-b9e8-1b09fb4c2fe2 --turns 40-77`"
+        )));
+        assert!(text.contains("memory_get {\"session\":\"533ff7a3-d390-41ff-b9e8-1b09fb4c2fe2\",\"from\":40,\"to\":77}"));
+        assert!(text.contains(&format!("`{prefix} add -`")));
+        assert!(
+            text.contains("\"segment_id\":\"533ff7a3-d390-41ff-b9e8-1b09fb4c2fe2:segment:40-77\"")
+        );
+        assert!(text.ends_with("Compressed N segments (X tokens → Y tokens)."));
+        assert!(text.contains("~12k tokens"), "{text}");
+        assert!(reminder(&Queue::default(), None, &HookSettings::default(), prefix).is_none());
+    }
+
+    #[test]
+    fn odd_paths_are_quoted_for_the_shell() {
+        assert_eq!(
+            shell_quote("/usr/bin/knowledge-db"),
+            "/usr/bin/knowledge-db"
+        );
+        assert_eq!(shell_quote("/My Store/it's"), "'/My Store/it'\\''s'");
+    }
+}
