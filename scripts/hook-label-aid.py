@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Prints a Claude Code session turn by turn: the reading aid behind
-data-samples/hooks/summary-labels.json.
+tests/fixtures/hook-summary-labels.json.
 
 Turns count the assistant's API responses of the main chain from 1, as the hooks
 do (one response split over several lines is one turn; sidechains are skipped).

@@ -1,5 +1,5 @@
 //! How good the hooks' rule-based summaries are, measured against what a careful
-//! reader keeps: `data-samples/hooks/summary-labels.json` labels 29 cold tasks
+//! reader keeps: `tests/fixtures/hook-summary-labels.json` labels 29 cold tasks
 //! and topic segments of real Claude Code sessions (decisions, files modified,
 //! errors met, outcome, turn range); this test folds each labeled session into
 //! the hooks' state as the hooks would, summarizes every task and segment, and
@@ -23,7 +23,7 @@ fn sessions_dir() -> PathBuf {
 }
 
 fn labels() -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/hooks/summary-labels.json");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hook-summary-labels.json");
     serde_json::from_str(&std::fs::read_to_string(path).expect("labels")).expect("labels JSON")
 }
 

@@ -15,10 +15,12 @@ use super::queue::{PendingEntry, Queue};
 use super::session::cut;
 use super::{ContextUsage, HookSettings};
 
-/// Items listed by name; the rest are counted.
-const MAX_LISTED: usize = 5;
+/// Items listed by name; the rest are counted (the whole queue is one
+/// `show --queue` away). Three keep the reminder under 400 tokens even with a
+/// long install path.
+const MAX_LISTED: usize = 3;
 /// Longest topic shown.
-const TOPIC_CHARS: usize = 70;
+const TOPIC_CHARS: usize = 40;
 
 /// How to call knowledge-db on this store from a shell: `knowledge-db` when
 /// that is this binary on `PATH`, else its absolute path; with `--store` unless
@@ -76,12 +78,21 @@ fn thousands(n: u64) -> String {
     }
 }
 
-fn item_line(n: usize, e: &PendingEntry) -> String {
+/// One queued item; its id written `S:…` (S is the session, named once).
+fn item_line(n: usize, e: &PendingEntry, session: &str) -> String {
+    let id = match e.segment_id.strip_prefix(session) {
+        Some(rest) if rest.starts_with(':') => format!("S{rest}"),
+        _ => e.segment_id.clone(),
+    };
+    // A segment's id ends with its turns already.
+    let range = format!("{}-{}", e.start_turn, e.end_turn);
+    let turns = if id.ends_with(&format!(":{range}")) {
+        String::new()
+    } else {
+        format!(", turns {range}")
+    };
     format!(
-        "{n}. `{}` turns {}-{}, ~{} tokens: {}",
-        e.segment_id,
-        e.start_turn,
-        e.end_turn,
+        "{n}. {id}{turns}, ~{} tokens: {}",
         thousands(e.original_tokens),
         cut(e.topic.trim(), TOPIC_CHARS)
     )
@@ -96,44 +107,38 @@ pub fn reminder(
 ) -> Option<String> {
     let first = queue.pending.first()?;
     let session = &queue.session_id;
-    let total: u64 = queue.pending.iter().map(|e| e.original_tokens).sum();
-    let mut text = String::from("knowledge-db: ");
+    let mut text = String::from("knowledge-db");
     if let Some(u) = usage {
         text.push_str(&format!(
-            "context at {:.0}% of {} tokens. ",
+            " (context {:.0}% of {})",
             u.fraction * 100.0,
             thousands(settings.context_window)
         ));
     }
     text.push_str(&format!(
-        "{} finished part(s) of session {session} (~{} tokens) wait for you to compress them; rule-based summaries are stored meanwhile.\n",
-        queue.pending.len(),
-        thousands(total)
+        ": compress these finished parts of session S = {session} (their rule-based summaries stand in):\n"
     ));
     for (i, entry) in queue.pending.iter().take(MAX_LISTED).enumerate() {
-        text.push_str(&item_line(i + 1, entry));
+        text.push_str(&item_line(i + 1, entry, session));
         text.push('\n');
     }
     if queue.pending.len() > MAX_LISTED {
         text.push_str(&format!(
-            "…and {} more in the queue file.\n",
+            "…and {} more (`show --queue` lists them)\n",
             queue.pending.len() - MAX_LISTED
         ));
     }
+    let (a, b) = (first.start_turn, first.end_turn);
     text.push_str(&format!(
-        "For each: read its turns with `{prefix} show --session {session} --turns {}-{}` \
-         (or MCP memory_get {{\"session\":\"{session}\",\"from\":{},\"to\":{}}}). \
-         Write it 80-90% shorter: keep decisions, files changed, errors and their fixes, outcomes, user preferences; \
-         drop tool output, intermediate debugging, back-and-forth, boilerplate. \
-         Save it with `{prefix} add -` (the JSON on stdin) or MCP memory_add {{\"records\":[…]}}:\n",
-        first.start_turn, first.end_turn, first.start_turn, first.end_turn
+        "Read: `{prefix} show --session {session} --turns {a}-{b}` (MCP memory_get session/from/to). \
+         Keep decisions, files changed, errors+fixes, outcomes, user preferences; \
+         drop tool output, debugging, chatter, boilerplate (80-90% fewer tokens). \
+         Save under the item's id: `{prefix} add -` with JSON on stdin (MCP memory_add):\n\
+         {{\"segment_id\":\"{}\",\"session_id\":\"{session}\",\"topic\":\"…\",\"start_turn\":{a},\"end_turn\":{b},\
+         \"compressed_content\":\"…\",\"key_decisions\":[],\"key_files\":[]}}\n\
+         Then tell the user: Compressed N segments (X tokens → Y tokens).",
+        first.segment_id
     ));
-    text.push_str(&format!(
-        "{{\"segment_id\":\"{}\",\"session_id\":\"{session}\",\"topic\":\"…\",\"start_turn\":{},\"end_turn\":{},\
-         \"compressed_content\":\"…\",\"key_decisions\":[\"…\"],\"key_files\":[\"…\"]}}\n",
-        first.segment_id, first.start_turn, first.end_turn
-    ));
-    text.push_str("Then tell the user in one line: Compressed N segments (X tokens → Y tokens).");
     Some(text)
 }
 
@@ -167,7 +172,9 @@ mod tests {
 
     #[test]
     fn the_reminder_fits_in_400_tokens_and_names_working_commands() {
-        let prefix = "/home/me/.local/bin/knowledge-db --store /home/me/.local/share/knowledge-db";
+        // An installed binary and a store named by path, as `hook install` writes them.
+        let prefix =
+            "/home/someone/.local/bin/knowledge-db --store /home/someone/.local/share/knowledge-db";
         let usage = ContextUsage {
             tokens: 156_000,
             fraction: 0.78,
@@ -182,12 +189,16 @@ mod tests {
         assert!(text.contains(&format!(
             "`{prefix} show --session 533ff7a3-d390-41ff-b9e8-1b09fb4c2fe2 --turns 40-77`"
         )));
-        assert!(text.contains("memory_get {\"session\":\"533ff7a3-d390-41ff-b9e8-1b09fb4c2fe2\",\"from\":40,\"to\":77}"));
+        assert!(text.contains("(MCP memory_get session/from/to)"));
         assert!(text.contains(&format!("`{prefix} add -`")));
         assert!(
             text.contains("\"segment_id\":\"533ff7a3-d390-41ff-b9e8-1b09fb4c2fe2:segment:40-77\"")
         );
         assert!(text.ends_with("Compressed N segments (X tokens → Y tokens)."));
+        assert!(text.contains("session S = 533ff7a3-d390-41ff-b9e8-1b09fb4c2fe2 (their rule-based"));
+        assert!(text.contains("\n1. S:segment:40-77, ~12k tokens: "));
+        let many = reminder(&queue(9), Some(usage), &HookSettings::default(), prefix).unwrap();
+        assert!(many.contains("…and 6 more (`show --queue` lists them)"));
         assert!(text.contains("~12k tokens"), "{text}");
         assert!(reminder(&Queue::default(), None, &HookSettings::default(), prefix).is_none());
     }
