@@ -23,7 +23,8 @@ fn sessions_dir() -> PathBuf {
 }
 
 fn labels() -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hook-summary-labels.json");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hook-summary-labels.json");
     serde_json::from_str(&std::fs::read_to_string(path).expect("labels")).expect("labels JSON")
 }
 

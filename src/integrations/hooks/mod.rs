@@ -303,6 +303,25 @@ pub(crate) fn write_json_atomically<T: Serialize>(path: &Path, value: &T) -> Res
     Ok(())
 }
 
+/// Saves a session's state: atomically (temporary file, rename) but without
+/// an fsync. The state is a cache of what the transcript says: one lost to a
+/// power cut (or left empty by it) is rebuilt from the transcript on the next
+/// call, and what it records of the store's side (items already summarized)
+/// is found again there (stored summaries are rewritten unchanged, the agent's
+/// own segments left alone, the queue deduplicates). So every call saves it
+/// without waiting for the disk.
+fn save_state(files: &HookFiles, session_id: &str, state: &SessionState) -> Result<()> {
+    let path = files.state(session_id);
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let bytes =
+        serde_json::to_vec(state).map_err(|e| Error::io(&path, std::io::Error::other(e)))?;
+    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(dir, e))?;
+    temp.write_all(&bytes).map_err(|e| Error::io(&path, e))?;
+    temp.persist(&path).map_err(|e| Error::io(&path, e.error))?;
+    Ok(())
+}
+
 /// What reading the transcript's new bytes did.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ReadReport {
@@ -504,7 +523,7 @@ pub fn post_tool_use(
         let outcome = summarize_cold(store_root, &mut queue, &mut state, settings);
         // The state is saved even when storing failed: the items stay unsummarized
         // and are found again at the next check.
-        write_json_atomically(&files.state(&input.session_id), &state)?;
+        save_state(&files, &input.session_id, &state)?;
         let summary = outcome?;
         report.cold_tasks = summary.items.iter().filter(|i| i.kind == "task").count();
         report.cold_segments = summary.items.iter().filter(|i| i.kind == "segment").count();
@@ -512,7 +531,7 @@ pub fn post_tool_use(
         report.unchanged = summary.unchanged;
         report.queued = summary.queued;
     } else {
-        write_json_atomically(&files.state(&input.session_id), &state)?;
+        save_state(&files, &input.session_id, &state)?;
     }
     let now = state.turn();
     let quiet_for = now.saturating_sub(
@@ -742,7 +761,7 @@ pub fn pre_compact(
     let queue_path = queue::queue_path(store_root, settings, &input.session_id);
     let mut queue = Queue::load(&queue_path, &input.session_id)?;
     let outcome = summarize_cold(store_root, &mut queue, &mut state, settings);
-    write_json_atomically(&files.state(&input.session_id), &state)?;
+    save_state(&files, &input.session_id, &state)?;
     match &outcome {
         Ok(summary) => report.cold_items = summary.items.len(),
         // The block is still worth saving without the new summaries.

@@ -14,6 +14,7 @@ use std::path::Path;
 use super::queue::{PendingEntry, Queue};
 use super::session::cut;
 use super::{ContextUsage, HookSettings};
+use crate::context::tokens::estimate;
 
 /// Items listed by name; the rest are counted (the whole queue is one
 /// `show --queue` away). Three keep the reminder under 400 tokens even with a
@@ -79,7 +80,7 @@ fn thousands(n: u64) -> String {
 }
 
 /// One queued item; its id written `S:…` (S is the session, named once).
-fn item_line(n: usize, e: &PendingEntry, session: &str) -> String {
+fn item_line(n: usize, e: &PendingEntry, session: &str, topic: bool) -> String {
     let id = match e.segment_id.strip_prefix(session) {
         Some(rest) if rest.starts_with(':') => format!("S{rest}"),
         _ => e.segment_id.clone(),
@@ -91,21 +92,58 @@ fn item_line(n: usize, e: &PendingEntry, session: &str) -> String {
     } else {
         format!(", turns {range}")
     };
+    let topic = if topic {
+        format!(": {}", cut(e.topic.trim(), TOPIC_CHARS))
+    } else {
+        String::new()
+    };
     format!(
-        "{n}. {id}{turns}, ~{} tokens: {}",
-        thousands(e.original_tokens),
-        cut(e.topic.trim(), TOPIC_CHARS)
+        "{n}. {id}{turns}, ~{} tokens{topic}",
+        thousands(e.original_tokens)
     )
 }
 
-/// The reminder for the queue's pending items (empty queue: `None`).
+/// Most tokens a reminder may cost (o200k).
+pub const MAX_TOKENS: usize = 400;
+/// The same budget in the conservative estimate, which a hook can afford (a
+/// tokenizer takes longer to load than a hook may run): the estimate counts
+/// reminders 6-14% above o200k (62 reminders of the replay), so 420 estimated
+/// tokens are at most 396 o200k ones.
+const MAX_ESTIMATED: usize = 420;
+
+/// The reminder for the queue's pending items (empty queue: `None`): as many
+/// items listed (up to three) as fit in [`MAX_TOKENS`], the rest counted.
 pub fn reminder(
     queue: &Queue,
     usage: Option<ContextUsage>,
     settings: &HookSettings,
     prefix: &str,
 ) -> Option<String> {
-    let first = queue.pending.first()?;
+    queue.pending.first()?;
+    let shapes = (1..=MAX_LISTED.min(queue.pending.len()))
+        .rev()
+        .map(|n| (n, true))
+        .chain([(1, false)]);
+    let mut text = String::new();
+    for (listed, topics) in shapes {
+        text = compose(queue, usage, settings, prefix, listed, topics);
+        if estimate(&text) <= MAX_ESTIMATED {
+            break;
+        }
+    }
+    Some(text)
+}
+
+/// The reminder with `listed` items named (with their topics or not).
+fn compose(
+    queue: &Queue,
+    usage: Option<ContextUsage>,
+    settings: &HookSettings,
+    prefix: &str,
+    listed: usize,
+    topics: bool,
+) -> String {
+    let first = &queue.pending[0];
     let session = &queue.session_id;
     let mut text = String::from("knowledge-db");
     if let Some(u) = usage {
@@ -116,16 +154,16 @@ pub fn reminder(
         ));
     }
     text.push_str(&format!(
-        ": compress these finished parts of session S = {session} (their rule-based summaries stand in):\n"
+        ": please compress these finished parts of session S = {session}:\n"
     ));
-    for (i, entry) in queue.pending.iter().take(MAX_LISTED).enumerate() {
-        text.push_str(&item_line(i + 1, entry, session));
+    for (i, entry) in queue.pending.iter().take(listed).enumerate() {
+        text.push_str(&item_line(i + 1, entry, session, topics));
         text.push('\n');
     }
-    if queue.pending.len() > MAX_LISTED {
+    if queue.pending.len() > listed {
         text.push_str(&format!(
             "…and {} more (`show --queue` lists them)\n",
-            queue.pending.len() - MAX_LISTED
+            queue.pending.len() - listed
         ));
     }
     let (a, b) = (first.start_turn, first.end_turn);
@@ -133,13 +171,13 @@ pub fn reminder(
         "Read: `{prefix} show --session {session} --turns {a}-{b}` (MCP memory_get session/from/to). \
          Keep decisions, files changed, errors+fixes, outcomes, user preferences; \
          drop tool output, debugging, chatter, boilerplate (80-90% fewer tokens). \
-         Save under the item's id: `{prefix} add -` with JSON on stdin (MCP memory_add):\n\
+         Save: `{prefix} add -`, JSON on stdin (MCP memory_add):\n\
          {{\"segment_id\":\"{}\",\"session_id\":\"{session}\",\"topic\":\"…\",\"start_turn\":{a},\"end_turn\":{b},\
          \"compressed_content\":\"…\",\"key_decisions\":[],\"key_files\":[]}}\n\
          Then tell the user: Compressed N segments (X tokens → Y tokens).",
         first.segment_id
     ));
-    Some(text)
+    text
 }
 
 #[cfg(test)]
@@ -180,10 +218,14 @@ mod tests {
             fraction: 0.78,
             source: "usage",
         };
-        for n in [1, 5, 9] {
-            let text = reminder(&queue(n), Some(usage), &HookSettings::default(), prefix).unwrap();
-            let tokens = Tokenizer::O200k.count(&text);
-            assert!(tokens <= 400, "{n} items: {tokens} tokens\n{text}");
+        // A longer one: the budget drops topics and items before it is exceeded.
+        let long = "/opt/tools/knowledge-db/0.4.1/bin/knowledge-db --store /home/someone/projects/acme-monorepo/.knowledge-db-store";
+        for p in [prefix, long] {
+            for n in [1, 2, 3, 5, 9] {
+                let text = reminder(&queue(n), Some(usage), &HookSettings::default(), p).unwrap();
+                let tokens = Tokenizer::O200k.count(&text);
+                assert!(tokens <= MAX_TOKENS, "{n} items: {tokens} tokens\n{text}");
+            }
         }
         let text = reminder(&queue(1), Some(usage), &HookSettings::default(), prefix).unwrap();
         assert!(text.contains(&format!(
@@ -195,10 +237,19 @@ mod tests {
             text.contains("\"segment_id\":\"533ff7a3-d390-41ff-b9e8-1b09fb4c2fe2:segment:40-77\"")
         );
         assert!(text.ends_with("Compressed N segments (X tokens → Y tokens)."));
-        assert!(text.contains("session S = 533ff7a3-d390-41ff-b9e8-1b09fb4c2fe2 (their rule-based"));
+        assert!(text.contains("session S = 533ff7a3-d390-41ff-b9e8-1b09fb4c2fe2:\n"));
         assert!(text.contains("\n1. S:segment:40-77, ~12k tokens: "));
         let many = reminder(&queue(9), Some(usage), &HookSettings::default(), prefix).unwrap();
-        assert!(many.contains("…and 6 more (`show --queue` lists them)"));
+        assert!(
+            many.contains("\n1. S:segment:40-77, ~12k tokens: Implement"),
+            "{many}"
+        );
+        assert!(many.contains(" more (`show --queue` lists them)"), "{many}");
+        let two = reminder(&queue(2), None, &HookSettings::default(), "knowledge-db").unwrap();
+        assert!(
+            two.contains("\n2. S:segment:80-117, ~12k tokens: "),
+            "{two}"
+        );
         assert!(text.contains("~12k tokens"), "{text}");
         assert!(reminder(&Queue::default(), None, &HookSettings::default(), prefix).is_none());
     }
