@@ -18,7 +18,10 @@ pub const SNIPPET_CHARS: usize = 240;
 /// its quoted spans blanked out.
 const DECISION_CUES: &[&str] = &[
     "decided",
-    "decision",
+    "decision:",
+    "decision is",
+    "decision was",
+    "the decision to",
     "chose ",
     "choosing ",
     "opted ",
@@ -57,10 +60,23 @@ const DECISION_CUES: &[&str] = &[
 
 /// Sentence openings that make a statement hypothetical or a question, not a decision.
 const HYPOTHETICAL: &[&str] = &[
-    "if ", "when ", "would ", "could ", "should ", "maybe", "perhaps", "option ", "or ",
+    "if ",
+    "when ",
+    "would ",
+    "could ",
+    "should ",
+    "maybe",
+    "perhaps",
+    "option ",
+    "or ",
+    "it would",
+    "that would",
+    "this would",
+    "it could",
+    "we could",
 ];
 
-/// Words that report a result, matched as whole words.
+/// Words that report a result anywhere in a sentence, matched as whole words.
 const OUTCOME_WORDS: &[&str] = &[
     "fixed",
     "succeeded",
@@ -68,11 +84,16 @@ const OUTCOME_WORDS: &[&str] = &[
     "successful",
     "successfully",
     "resolved",
+];
+
+/// Words that report a result only in a short report ("Done.", "Fixed and
+/// committed.", "Lint is clean.") or at its start ("Committed the rename"): in
+/// longer prose they describe things ("the committed hash", "done with a map").
+const SHORT_REPORT_WORDS: &[&str] = &[
     "committed",
     "pushed",
     "merged",
     "done",
-    "complete",
     "completed",
     "clean",
 ];
@@ -330,7 +351,8 @@ fn reports_result(lower: &str) -> bool {
                 && matches!(prev, "only" | "also" | "correctly" | "properly")
                 && w.len() > 3
                 && w.ends_with('s');
-        passes || done || now_does || OUTCOME_WORDS.contains(&w)
+        let short_report = SHORT_REPORT_WORDS.contains(&w) && (words.len() <= 8 || i < 3);
+        passes || done || now_does || short_report || OUTCOME_WORDS.contains(&w)
     };
     (0..words.len()).any(|i| result_at(i) && !negated_before(i))
 }
@@ -380,6 +402,43 @@ fn is_tool_hiccup(content: &str) -> bool {
         || head.contains("cannot access")
 }
 
+/// Words with which a diagnostic line says something is wrong.
+const ERROR_WORDS: &[&str] = &[
+    "error",
+    "undefined",
+    "cannot",
+    "can't",
+    "failed",
+    "fail",
+    "panic",
+    "expected",
+    "unexpected",
+    "mismatch",
+    "invalid",
+    "missing",
+    "not ",
+    "must",
+    "should",
+    "got ",
+    "want",
+    "unused",
+    "undeclared",
+    "unknown",
+    "unresolved",
+    "no such",
+    "denied",
+    "refused",
+    "timeout",
+    "timed out",
+    "overflow",
+    "illegal",
+    "wrong",
+    "conflict",
+    "duplicate",
+    "deprecated",
+    "warning",
+];
+
 /// How telling a line of tool output is as an error, 0 when not at all.
 fn error_rank(line: &str) -> u8 {
     let lower = line.to_lowercase();
@@ -409,6 +468,18 @@ fn error_rank(line: &str) -> u8 {
             && line_no.chars().all(|c| c.is_ascii_digit())
             && parts.next().is_some()
     };
+    // A `file:line: …` line from a test's log says nothing failed unless it
+    // says so (words of failure) or names the linter that flagged it.
+    let says_failure = ERROR_WORDS.iter().any(|w| lower.contains(w))
+        || lower.trim_end().ends_with(')')
+            && lower.rsplit('(').next().is_some_and(|tag| {
+                tag.trim_end_matches(')')
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-')
+            });
+    if diagnostic && !says_failure {
+        return 1;
+    }
     if diagnostic
         || lower.starts_with("error[")
         || lower.starts_with("panic:")
@@ -422,13 +493,15 @@ fn error_rank(line: &str) -> u8 {
         return 3;
     }
     if lower.starts_with("--- fail")
-        || lower.starts_with("fail\t")
-        || lower.starts_with("fail ")
         || lower.starts_with("failed ")
         || lower.contains(" failed,")
         || lower.contains("failures:")
     {
         return 2;
+    }
+    // `FAIL <package> 5.3s`: which package, not what failed.
+    if lower.starts_with("fail\t") || lower.starts_with("fail ") {
+        return 1;
     }
     if lower.contains("error") || lower.contains("failed") {
         return 1;
@@ -459,18 +532,31 @@ pub fn errors(content: &str, is_error: bool, from_shell: bool) -> Vec<String> {
         return Vec::new();
     }
     let min_rank = if is_error { 1 } else { 2 };
-    let mut ranked: Vec<(u8, &str)> = content
+    let lines: Vec<&str> = content
         .lines()
         .map(strip_runner_prefix)
-        .filter(|l| l.len() >= 8)
-        .map(|l| (error_rank(l), l))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut ranked: Vec<(u8, usize)> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.len() >= 8)
+        .map(|(i, l)| (error_rank(l), i))
         .filter(|(rank, _)| *rank >= min_rank)
         .collect();
     let best = ranked.iter().map(|(r, _)| *r).max().unwrap_or(0);
     ranked.retain(|(r, _)| *r == best);
     let mut out: Vec<String> = Vec::new();
-    for (_, line) in ranked {
-        let line = cut(line, SNIPPET_CHARS);
+    for (_, i) in ranked {
+        // `Error: Not equal:` or `… would be overwritten by merge:` goes on
+        // the next line: keep that line with it.
+        let line = match lines.get(i + 1) {
+            Some(next) if lines[i].trim_end().ends_with(':') => {
+                format!("{} {}", lines[i].trim_end(), next.trim())
+            }
+            _ => lines[i].to_string(),
+        };
+        let line = cut(&line, SNIPPET_CHARS);
         if !out.contains(&line) {
             out.push(line);
         }
@@ -776,6 +862,12 @@ mod tests {
             ["panic: invalid checkpoint ID \"multi1\": must be 12 hex [recovered]"]
         );
         assert!(errors("grep found: error handling in a.go", false, true).is_empty());
+        // A test's log lines look like diagnostics; only the failing one counts.
+        let go_test = "=== RUN   TestAttribution\n    commit_test.go:1972: checkpoint 1: expected 0 user lines added, got 4\n    commit_test.go:2015: Checkpoint 2 PromptAttribution: user_added=6, agent_added=4\n--- FAIL: TestAttribution (0.02s)";
+        assert_eq!(
+            errors(go_test, true, true),
+            ["commit_test.go:1972: checkpoint 1: expected 0 user lines added, got 4"]
+        );
         assert!(errors("test result: ok. 12 passed; 0 failed", false, true).is_empty());
     }
 
