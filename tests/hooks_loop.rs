@@ -122,6 +122,14 @@ fn replay(store: &TestStore, sample: &str, session: &str) -> (PathBuf, Vec<Strin
     (path, reminders)
 }
 
+/// Sets `[hooks] remind_after_turns` in the store's config.toml.
+fn remind_after(store: &TestStore, turns: u64) {
+    let config = store.path().join("config.toml");
+    let mut text = fs::read_to_string(&config).expect("config");
+    text.push_str(&format!("\n[hooks]\nremind_after_turns = {turns}\n"));
+    fs::write(&config, text).expect("config");
+}
+
 fn queue_file(store: &TestStore, session: &str) -> PathBuf {
     store
         .path()
@@ -358,10 +366,7 @@ fn mcp_calls(store: &TestStore, calls: &[(&str, Value)]) -> Vec<Value> {
 #[test]
 fn a_cold_segment_is_announced_again_then_compressed_through_mcp() {
     let store = TestStore::new();
-    let config = store.path().join("config.toml");
-    let mut text = fs::read_to_string(&config).expect("config");
-    text.push_str("\n[hooks]\nremind_after_turns = 6\n");
-    fs::write(&config, text).expect("config");
+    remind_after(&store, 6);
     let (_, reminders) = replay(&store, "plain-session.jsonl.gz", PLAIN_SESSION);
     // Queued once, announced at once, and again when still pending 6+ turns on.
     // The hook runs every 3 turns (a Bash call each); the batch is queued near
@@ -594,10 +599,7 @@ fn show_says_how_to_make_an_unknown_session_readable() {
 #[test]
 fn a_segment_whose_queue_update_was_lost_is_settled_before_the_next_reminder() {
     let store = TestStore::new();
-    let config = store.path().join("config.toml");
-    let mut text = fs::read_to_string(&config).expect("config");
-    text.push_str("\n[hooks]\nremind_after_turns = 2\n");
-    fs::write(&config, text).expect("config");
+    remind_after(&store, 2);
     let path = store.dir.path().join("t.jsonl");
     let mut lines = sample_lines("tasks-session.jsonl.gz");
     fs::write(&path, lines.join("\n") + "\n").expect("write");

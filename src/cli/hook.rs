@@ -74,9 +74,11 @@ Examples:
   knowledge-db hook post-tool-use --force --json < hook-input.json   # check now, print a report";
 
 const PRE_COMPACT_HELP: &str = "\
-Reads Claude Code's PreCompact JSON on stdin, summarizes what is cold (no gates), and
-saves the preservation block (active tasks, modified files, test commands, decisions,
-recent errors, git diff --stat, stored summaries) to <store>/hooks/<session>.preserve.json.
+Reads Claude Code's PreCompact JSON on stdin, summarizes and queues what is cold (no
+gates), and saves the preservation block (active tasks, modified files, test commands,
+decisions, recent errors, git diff --stat, stored summaries) to
+<store>/hooks/<session>.preserve.json. Queued items stay pending: only the agent's own
+segment, saved with `knowledge-db add -` or MCP memory_add, moves them to compressed.
 Prints nothing (PreCompact hooks cannot add context; `hook session-start` does).
 
 Example:
