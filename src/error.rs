@@ -146,6 +146,9 @@ pub enum Error {
 
     #[error("archive {}: {message}", path.display())]
     Archive { path: PathBuf, message: String },
+
+    #[error("the embedding model cannot be used: {0}")]
+    Model(String),
 }
 
 impl Error {

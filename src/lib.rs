@@ -15,10 +15,14 @@
 //! - [`vectors`]: the vector side of search, aligned with the text index;
 //! - [`search`]: queries, filters, snippets, batch search;
 //! - [`archive`]: the L3 tier: compressed archive, prune, retention, restore;
+//! - [`export`]: every record as a JSON line that `add` takes back unchanged;
 //! - [`eval`]: BEIR evaluation, the yardstick for ranking changes;
 //! - [`bench`]: realistic corpora generated from real agent transcripts;
 //! - [`transcript`]: Claude Code, OpenClaw and generic transcripts in one message model;
 //! - [`context`]: token counting, rolling eviction, tool-output truncation, priorities;
+//! - [`upkeep`]: the background worker that computes missing vectors, folds
+//!   the access log, applies the retention policy and finishes interrupted
+//!   operations, started on demand by writers;
 //! - [`integrations`]: how agents reach the store (MCP server, OpenClaw and QMD,
 //!   Claude Code install);
 //! - [`cli`]: the `knowledge-db` command line.
@@ -57,12 +61,14 @@ pub mod context;
 pub mod embed;
 pub mod error;
 pub mod eval;
+pub mod export;
 pub mod index;
 pub mod integrations;
 pub mod record;
 pub mod search;
 pub mod store;
 pub mod transcript;
+pub mod upkeep;
 pub mod vectors;
 
 pub use error::{Error, Result};

@@ -123,6 +123,18 @@ fn dry_run_lists_and_changes_nothing_then_archive_moves_records_to_l3() {
     let l3 = tier_stats(&store, "l3");
     assert_eq!(l2["records"], 2);
     assert_eq!(l3["records"], 8);
+    // The totals count both tiers.
+    let stats = store.json(&["stats"]);
+    assert_eq!(stats["records"], 10, "{stats}");
+    assert_eq!(stats["by_tier"]["l2"], 2, "{stats}");
+    assert_eq!(stats["by_tier"]["l3"], 8, "{stats}");
+    let by_kind: u64 = stats["by_kind"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(by_kind, 10, "{stats}");
     assert!(l3["compression_ratio"].as_f64().unwrap() > 1.0, "{l3}");
     assert_eq!(l3["oldest"], "2026-01-05T10:42:00Z");
     // The archive file is plain zstd: its frames decompress to the JSON lines.
@@ -267,6 +279,26 @@ fn maintain_applies_the_policy_and_is_a_no_op_when_nothing_is_due() {
     let third = store.json(&["maintain"]);
     assert_eq!(third["archived"]["records"], 8, "{third}");
     assert!(third["pruned"]["records_pruned"].as_u64().unwrap() >= 4);
+}
+
+#[test]
+fn a_read_moves_the_access_count_the_next_get_shows() {
+    let store = samples_store();
+    let before = store.json(&["get", "seg-auth-0001"]);
+    assert_eq!(before["access_count"], 0, "{before}");
+    store.search_ids(&["refresh token oauth2.py"]);
+    // No fold has run: the next get already counts the search hit and itself.
+    let after_search = store.json(&["get", "seg-auth-0001"]);
+    assert_eq!(after_search["access_count"], 2, "{after_search}");
+    assert!(after_search["last_accessed"].is_string());
+    store.json(&["maintain", "--force"]);
+    // Folded: the same counts, now stored, and not counted twice.
+    let folded = store.json(&["get", "seg-auth-0001"]);
+    assert_eq!(folded["access_count"], 3, "{folded}");
+    // Reads in the same second as the fold still count (times are kept to the
+    // millisecond).
+    let next = store.json(&["get", "seg-auth-0001"]);
+    assert_eq!(next["access_count"], 4, "{next}");
 }
 
 #[test]

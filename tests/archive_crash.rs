@@ -169,6 +169,7 @@ fn every_record_is_in_exactly_one_tier_after_kill_9() {
     for round in 0..rounds {
         let args = tier_command(round);
         let mut child = Command::new(&bin)
+            .env("KNOWLEDGE_DB_UPKEEP", "off")
             .arg("--store")
             .arg(store.path())
             .args(&args)
@@ -224,5 +225,115 @@ fn every_step_of_the_order_of_operations_is_recoverable() {
     ] {
         store.cmd().args(args).assert().success();
         check_every_id_in_exactly_one_tier(&store, &originals, &format!("{args:?}, rerun"));
+    }
+}
+
+#[test]
+fn the_next_write_finishes_an_interrupted_operation_without_repair() {
+    // A user whose `maintain` was killed never runs `repair`: the next write
+    // (any `add`) finishes the operation, and `verify` passes right after it.
+    let (store, originals) = populated_store();
+    let steps: [(&str, &[&str]); 4] = [
+        ("archive-frames", &["archive", "--older-than", "1d"]),
+        ("archive-l3-index", &["archive", "--older-than", "1d"]),
+        ("archive-l2-removed", &["archive", "--older-than", "1d"]),
+        ("prune-rewritten", &["prune", "--older-than", "0s"]),
+    ];
+    let mut originals = originals;
+    for (n, (point, args)) in steps.into_iter().enumerate() {
+        let out = store
+            .cmd()
+            .args(args)
+            .env("KNOWLEDGE_DB_CRASH_AT", point)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{point}: not reached");
+        assert!(
+            Archive::new(&store.path()).has_journal(),
+            "{point}: no journal left"
+        );
+        let note = store.write(
+            &format!("next-{n}.json"),
+            format!(r#"{{"id":"after-{n}","text":"written after the {point} crash"}}"#).as_bytes(),
+        );
+        store
+            .cmd()
+            .args(["add", "--embed", "later"])
+            .arg(&note)
+            .assert()
+            .success();
+        originals.insert(format!("after-{n}"));
+        assert!(
+            !Archive::new(&store.path()).has_journal(),
+            "{point}: the add left the journal"
+        );
+        store.cmd().arg("verify").assert().success();
+        assert!(
+            !check_every_id_in_exactly_one_tier(&store, &originals, point),
+            "{point}: something was left to recover after the add"
+        );
+    }
+}
+
+#[test]
+fn after_a_random_kill_of_maintain_the_next_write_leaves_a_sound_store() {
+    // `maintain` (archive + prune) killed at random moments; after each kill a
+    // plain `add` is the only thing that runs, and `verify` must pass at once.
+    let (store, originals) = populated_store();
+    store.set_config(&[
+        ("archive_idle_for", "\"0s\""),
+        ("archive_older_than", "\"1d\""),
+        ("prune_after", "\"0s\""),
+    ]);
+    let bin = assert_cmd::cargo::cargo_bin("knowledge-db");
+    let rounds: u32 = std::env::var("KNOWLEDGE_DB_CRASH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(6);
+    let mut originals = originals;
+    let mut seed = 0x2f6b_1a3d_u64;
+    for round in 0..rounds {
+        // Restore a session first, so every maintain has records to archive.
+        store
+            .cmd()
+            .args([
+                "restore",
+                "--session",
+                &format!("s{}", round as usize % SESSIONS),
+            ])
+            .output()
+            .unwrap();
+        let mut child = Command::new(&bin)
+            .env("KNOWLEDGE_DB_UPKEEP", "off")
+            .arg("--store")
+            .arg(store.path())
+            .args(["maintain", "--force"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        std::thread::sleep(Duration::from_millis(10 + seed % 600));
+        let _ = child.kill();
+        let _ = child.wait();
+        let note = store.write(
+            &format!("after-kill-{round}.json"),
+            format!(r#"{{"id":"after-kill-{round}","text":"written after kill {round}"}}"#)
+                .as_bytes(),
+        );
+        store
+            .cmd()
+            .args(["add", "--embed", "later"])
+            .arg(&note)
+            .assert()
+            .success();
+        originals.insert(format!("after-kill-{round}"));
+        store.cmd().arg("verify").assert().success();
+        assert!(
+            !check_every_id_in_exactly_one_tier(&store, &originals, &format!("kill {round}")),
+            "kill {round}: the add left an operation to recover"
+        );
     }
 }

@@ -34,6 +34,7 @@ fn command(store: &TestStore) -> Command {
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("knowledge-db"));
     cmd.arg("--store").arg(store.path());
     cmd.env_remove("KNOWLEDGE_DB_HOME");
+    cmd.env("KNOWLEDGE_DB_UPKEEP", "off");
     cmd
 }
 

@@ -221,6 +221,7 @@ fn a_repair_killed_midway_is_finished_by_the_next() {
     let bin = assert_cmd::cargo::cargo_bin("knowledge-db");
     for (round, delay_ms) in [5u64, 40, 90, 150, 250, 400].into_iter().enumerate() {
         let mut child = std::process::Command::new(&bin)
+            .env("KNOWLEDGE_DB_UPKEEP", "off")
             .arg("--store")
             .arg(store.path())
             .arg("repair")

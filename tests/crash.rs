@@ -47,6 +47,7 @@ fn command(store: &TestStore) -> Command {
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("knowledge-db"));
     cmd.arg("--store").arg(store.path());
     cmd.env_remove("KNOWLEDGE_DB_HOME");
+    cmd.env("KNOWLEDGE_DB_UPKEEP", "off");
     // Small graphs, so kills also land while vector files and graphs are written.
     cmd.env("KNOWLEDGE_DB_HNSW_MIN_ROWS", "8");
     cmd.stdout(Stdio::null()).stderr(Stdio::null());

@@ -7,24 +7,42 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use serde_json::{json, Value};
 
-/// The settings.json hooks block of interop.md section 2, with the matcher of
-/// issue 18 (Bash and TodoWrite added).
+/// The settings.json hooks block of interop.md section 2 with the matcher of
+/// issue 18 (Bash and TodoWrite added): what installs before absolute paths wrote.
 fn interop_hooks() -> Value {
     json!({"PostToolUse":[{"matcher":"Bash|Write|Edit|TaskCreate|TaskUpdate|TodoWrite","hooks":[{"type":"command","command":"knowledge-db hook post-tool-use","timeout":30}]}],
      "PreCompact":[{"matcher":"auto|manual","hooks":[{"type":"command","command":"knowledge-db hook pre-compact"}]}],
      "SessionStart":[{"matcher":"compact","hooks":[{"type":"command","command":"knowledge-db hook session-start"}]}]})
 }
 
-fn skill_template() -> String {
-    fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/integrations/skill/SKILL.md"),
-    )
-    .expect("template")
+/// The block an install writes: interop.md's, with every command running
+/// the built binary by its absolute path on `store`.
+fn installed_hooks(store: &Path) -> Value {
+    let mut hooks = interop_hooks();
+    let prefix = format!("{} --store {}", binary().display(), store.display());
+    for event in ["PostToolUse", "PreCompact", "SessionStart"] {
+        let hook = &mut hooks[event][0]["hooks"][0];
+        let command = hook["command"]
+            .as_str()
+            .unwrap()
+            .replace("knowledge-db", &prefix);
+        hook["command"] = json!(command);
+    }
+    hooks["PostToolUse"][0]["matcher"] = json!(knowledge_db::integrations::claude_code::HOOKS[0].1);
+    hooks
 }
 
+fn binary() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("knowledge-db")
+}
+
+/// `knowledge-db --store HOME/store hook install ARGS` with HOME as the home.
 fn install(home: &Path, args: &[&str]) -> assert_cmd::assert::Assert {
     Command::cargo_bin("knowledge-db")
         .expect("binary")
+        .env("KNOWLEDGE_DB_UPKEEP", "off")
+        .arg("--store")
+        .arg(home.join("store"))
         .args(["hook", "install"])
         .args(args)
         .env("HOME", home)
@@ -88,7 +106,11 @@ fn project_install_merges_shows_a_diff_and_is_idempotent() {
         "{diff}"
     );
     assert!(
-        diff.contains("+            \"command\": \"knowledge-db hook pre-compact\""),
+        diff.contains(&format!(
+            "+            \"command\": \"{} --store {} hook pre-compact\"",
+            binary().display(),
+            dir.path().join("store").display()
+        )),
         "{diff}"
     );
     assert!(
@@ -119,20 +141,34 @@ fn project_install_merges_shows_a_diff_and_is_idempotent() {
         "notify-send done"
     );
     let post = merged["hooks"]["PostToolUse"].as_array().expect("list");
+    let store = dir.path().join("store");
     assert_eq!(post[0]["hooks"][0]["command"], "./lint.sh");
-    assert_eq!(post[1], interop_hooks()["PostToolUse"][0]);
-    assert_eq!(merged["hooks"]["PreCompact"], interop_hooks()["PreCompact"]);
+    assert_eq!(post[1], installed_hooks(&store)["PostToolUse"][0]);
+    assert_eq!(
+        merged["hooks"]["PreCompact"],
+        installed_hooks(&store)["PreCompact"]
+    );
     assert_eq!(
         merged["hooks"]["SessionStart"],
-        interop_hooks()["SessionStart"]
+        installed_hooks(&store)["SessionStart"]
     );
     let servers = read_json(&mcp)["mcpServers"].clone();
     assert_eq!(servers["github"]["command"], "gh-mcp");
     assert_eq!(
         servers["knowledge-db"],
-        json!({"type": "stdio", "command": "knowledge-db", "args": ["mcp"], "env": {}})
+        json!({"type": "stdio", "command": binary(), "args": ["--store", store, "mcp"], "env": {}})
     );
-    assert_eq!(fs::read_to_string(&skill).expect("skill"), skill_template());
+    let installed_skill = fs::read_to_string(&skill).expect("skill");
+    assert!(
+        installed_skill.contains(&format!(
+            "{} --store {} search ",
+            binary().display(),
+            store.display()
+        )),
+        "{installed_skill}"
+    );
+    // The install created the store the commands name.
+    assert!(store.join("config.toml").is_file());
 
     // Twice changes nothing, byte for byte.
     let installed = snapshot(&files);
@@ -157,11 +193,16 @@ fn fresh_project_gets_exactly_the_interop_block() {
     fs::create_dir_all(&project).expect("mkdir");
     install(dir.path(), &["--dir", project.to_str().expect("utf-8")]).success();
     let settings = read_json(&project.join(".claude/settings.json"));
-    assert_eq!(settings, json!({"hooks": interop_hooks()}));
+    let store = dir.path().join("store");
+    assert_eq!(settings, json!({"hooks": installed_hooks(&store)}));
     let skill =
         fs::read_to_string(project.join(".claude/skills/knowledge-db/SKILL.md")).expect("skill");
     assert!(skill.starts_with("---\nname: knowledge-db\ndescription: "));
-    assert!(skill.contains("allowed-tools: Bash(knowledge-db *)"));
+    assert!(skill.contains(&format!(
+        "allowed-tools: Bash({} --store {} *)",
+        binary().display(),
+        store.display()
+    )));
     assert!(skill.contains("$ARGUMENTS"));
 }
 
@@ -183,13 +224,14 @@ fn user_install_honours_home_and_claude_config_dir() {
     assert_eq!(config["mcpServers"]["knowledge-db"]["command"], "/opt/kdb");
     assert_eq!(
         read_json(&home.join(".claude/settings.json"))["hooks"],
-        interop_hooks()
+        installed_hooks(&home.join("store"))
     );
     assert!(home.join(".claude/skills/knowledge-db/SKILL.md").is_file());
 
     let moved = dir.path().join("claude-config");
     Command::cargo_bin("knowledge-db")
         .expect("binary")
+        .env("KNOWLEDGE_DB_HOME", home.join("store"))
         .args(["hook", "install", "--user"])
         .env("HOME", &home)
         .env("CLAUDE_CONFIG_DIR", &moved)
@@ -197,9 +239,10 @@ fn user_install_honours_home_and_claude_config_dir() {
         .success();
     assert!(moved.join("settings.json").is_file());
     assert!(moved.join("skills/knowledge-db/SKILL.md").is_file());
+    // The store came from $KNOWLEDGE_DB_HOME.
     assert_eq!(
         read_json(&moved.join(".claude.json"))["mcpServers"]["knowledge-db"]["args"],
-        json!(["mcp"])
+        json!(["--store", home.join("store"), "mcp"])
     );
 }
 
@@ -222,9 +265,9 @@ fn invalid_json_is_named_and_nothing_is_written() {
     assert!(!project.join(".claude/skills").exists());
 }
 
-/// Every hook command the install registers is one the binary runs, the way
-/// Claude Code runs it: stdin JSON in, exit 0, and quiet when there is nothing
-/// to say.
+/// Every hook command the install registers runs as Claude Code runs it:
+/// through `sh -c` exactly as written, stdin JSON in, exit 0, and quiet when
+/// there is nothing to say; with no `knowledge-db` on the PATH.
 #[test]
 fn installed_hook_commands_run() {
     let dir = tempfile::tempdir().expect("tmp");
@@ -240,20 +283,18 @@ fn installed_hook_commands_run() {
     .expect("transcript");
     let store = dir.path().join("store");
     let mut commands = 0;
-    for (event, groups) in settings["hooks"].as_object().expect("hooks") {
-        for group in groups.as_array().expect("groups") {
+    for event in ["PostToolUse", "PreCompact", "SessionStart"] {
+        for group in settings["hooks"][event].as_array().expect("groups") {
             for hook in group["hooks"].as_array().expect("hooks") {
                 let command = hook["command"].as_str().expect("command");
-                let mut words = command.split_whitespace();
-                assert_eq!(words.next(), Some("knowledge-db"));
                 let input = json!({"session_id": "s1", "transcript_path": transcript,
                     "cwd": dir.path(), "hook_event_name": event, "source": "compact",
                     "trigger": "manual", "tool_name": "Write"});
-                let out = Command::cargo_bin("knowledge-db")
-                    .expect("binary")
-                    .arg("--store")
-                    .arg(&store)
-                    .args(words)
+                let out = Command::new("sh")
+                    .args(["-c", command])
+                    .env("KNOWLEDGE_DB_UPKEEP", "off")
+                    .env("PATH", "/usr/bin:/bin")
+                    .env_remove("KNOWLEDGE_DB_HOME")
                     .write_stdin(input.to_string())
                     .output()
                     .expect("run");
@@ -279,4 +320,129 @@ fn installed_hook_commands_run() {
     }
     assert_eq!(commands, 3);
     assert!(!store.join("hooks/hooks.log").exists(), "no hook failed");
+}
+
+#[test]
+fn an_earlier_install_is_brought_up_to_date() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let project = dir.path().join("p");
+    fs::create_dir_all(project.join(".claude")).expect("mkdir");
+    // What installs wrote before commands named the binary and the store.
+    fs::write(
+        project.join(".claude/settings.json"),
+        json!({"hooks": interop_hooks()}).to_string(),
+    )
+    .expect("settings");
+    fs::write(
+        project.join(".mcp.json"),
+        r#"{"mcpServers":{"knowledge-db":{"type":"stdio","command":"knowledge-db","args":["mcp"],"env":{}}}}"#,
+    )
+    .expect("mcp");
+    install(dir.path(), &["--dir", project.to_str().expect("utf-8")]).success();
+    let store = dir.path().join("store");
+    let settings = read_json(&project.join(".claude/settings.json"));
+    assert_eq!(
+        settings["hooks"],
+        installed_hooks(&store),
+        "replaced, not added beside"
+    );
+    assert_eq!(
+        read_json(&project.join(".mcp.json"))["mcpServers"]["knowledge-db"]["args"],
+        json!(["--store", store, "mcp"])
+    );
+}
+
+#[test]
+fn install_refuses_a_binary_that_does_not_run() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let project = dir.path().join("p");
+    fs::create_dir_all(&project).expect("mkdir");
+    let p = project.to_str().expect("utf-8");
+    install(
+        dir.path(),
+        &["--dir", p, "--binary", "/nowhere/knowledge-db"],
+    )
+    .code(2)
+    .stderr(predicates::str::contains("--binary"));
+    install(dir.path(), &["--dir", p, "--binary", "/bin/true"])
+        .code(2)
+        .stderr(predicates::str::contains("does not run as knowledge-db"));
+    assert!(!project.join(".claude").exists(), "something was written");
+}
+
+#[test]
+fn doctor_passes_a_fresh_install_and_names_what_breaks() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let project = dir.path().join("p");
+    fs::create_dir_all(&project).expect("mkdir");
+    let p = project.to_str().expect("utf-8");
+    install(dir.path(), &["--dir", p]).success();
+    let doctor = |expect_ok: bool| -> Value {
+        let out = Command::cargo_bin("knowledge-db")
+            .expect("binary")
+            .env("KNOWLEDGE_DB_UPKEEP", "off")
+            .env("HOME", dir.path())
+            .args(["hook", "doctor", "--dir", p, "--json"])
+            .output()
+            .expect("run");
+        assert_eq!(
+            out.status.success(),
+            expect_ok,
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    let outcome = |report: &Value, name: &str| -> String {
+        report["checks"]
+            .as_array()
+            .expect("checks")
+            .iter()
+            .find(|c| c["name"] == name)
+            .map(|c| c["outcome"].as_str().unwrap().to_string())
+            .unwrap_or_else(|| panic!("no check {name}: {report}"))
+    };
+    let healthy = doctor(true);
+    assert_eq!(healthy["store"], json!(dir.path().join("store")));
+    for name in [
+        "settings",
+        "store",
+        "hook post-tool-use runs",
+        "hook pre-compact runs",
+        "hook session-start runs",
+        "skill",
+        "mcp",
+        "hooks.log",
+    ] {
+        assert_eq!(outcome(&healthy, name), "ok", "{name}: {healthy}");
+    }
+    // The doctor's own session left nothing behind.
+    let leftovers: Vec<_> = fs::read_dir(dir.path().join("store/hooks"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        leftovers
+            .iter()
+            .all(|n| !n.to_string_lossy().contains("doctor")),
+        "{leftovers:?}"
+    );
+
+    // An error in hooks.log is shown; a missing skill and a hook whose binary
+    // is gone fail.
+    fs::write(
+        dir.path().join("store/hooks/hooks.log"),
+        "2026-11-24T10:00:00Z post-tool-use session=s error: disk full\n",
+    )
+    .expect("log");
+    fs::remove_file(project.join(".claude/skills/knowledge-db/SKILL.md")).expect("rm");
+    let settings = project.join(".claude/settings.json");
+    let text = fs::read_to_string(&settings)
+        .expect("settings")
+        .replace(&binary().display().to_string(), "/gone/knowledge-db");
+    fs::write(&settings, text).expect("write");
+    let broken = doctor(false);
+    assert_eq!(outcome(&broken, "skill"), "fail", "{broken}");
+    assert_eq!(outcome(&broken, "hook pre-compact"), "fail", "{broken}");
+    assert_eq!(outcome(&broken, "hooks.log"), "warn", "{broken}");
+    assert!(broken.to_string().contains("disk full"), "{broken}");
 }

@@ -291,11 +291,12 @@ fn a_cold_task_is_queued_the_agent_compresses_it_and_the_queue_records_it() {
         .ends_with(&format!("#{id}")));
     assert!(done["timestamp"].as_str().is_some());
 
-    // The agent's segment replaced the fallback, keeping its access history.
+    // The agent's segment replaced the fallback, keeping its access history:
+    // the folded read and the `get` above, still in the access log.
     let record = store.json(&["get", &id]);
     assert_eq!(record["kind"], "segment");
     assert_eq!(record["source"]["topic"], segment["topic"]);
-    assert_eq!(record["access_count"], 1);
+    assert_eq!(record["access_count"], 2);
 
     // Later checks neither store the fallback over it nor queue it again.
     let path = store.dir.path().join(format!("{TASKS_SESSION}.jsonl"));

@@ -25,6 +25,7 @@ impl Server {
     fn start(store: &TestStore, extra_env: &[(&str, &std::path::Path)]) -> Server {
         let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("knowledge-db"));
         cmd.arg("--store").arg(store.path()).arg("mcp");
+        cmd.env("KNOWLEDGE_DB_UPKEEP", "off");
         // No model: the server must work on BM25 alone and say so.
         cmd.env("KNOWLEDGE_DB_MODELS", store.dir.path().join("no-models"));
         cmd.env_remove("KNOWLEDGE_DB_MODEL_DIR");
@@ -425,4 +426,142 @@ fn mcp_memory_get_reads_qmd_file_hits() {
     let outside = server.tool("memory_get", json!({"path": "qmd://notes/../outside.md"}));
     assert_eq!(outside["isError"], true, "{outside}");
     assert!(text_of(&outside).contains("neither"));
+}
+
+/// Sends raw lines (not necessarily JSON) and collects one answer per line.
+fn raw_answers(server: &mut Server, lines: &[&str]) -> Vec<Value> {
+    for line in lines {
+        writeln!(server.stdin, "{line}").expect("write");
+    }
+    server.stdin.flush().expect("flush");
+    (0..lines.len()).map(|_| server.receive()).collect()
+}
+
+#[test]
+fn mcp_answers_every_line_with_the_right_json_rpc_error() {
+    let store = TestStore::new();
+    let mut server = Server::start(&store, &[]);
+    server.initialize();
+    let answers = raw_answers(
+        &mut server,
+        &[
+            "this is not json",
+            "[1, 2]",
+            r#"{"jsonrpc":"2.0","id":41,"method":"tools/call"}"#,
+        ],
+    );
+    let codes: Vec<(i64, Value)> = answers
+        .iter()
+        .map(|a| (a["error"]["code"].as_i64().expect("code"), a["id"].clone()))
+        .collect();
+    assert!(codes.contains(&(-32700, Value::Null)), "{answers:?}");
+    assert!(codes.contains(&(-32600, Value::Null)), "{answers:?}");
+    assert!(codes.contains(&(-32602, json!(41))), "{answers:?}");
+    // Still serving.
+    let listed = server.call("tools/list", json!({}));
+    assert!(listed["result"]["tools"].is_array());
+}
+
+#[test]
+fn mcp_integer_arguments_are_plain_bounded_integers() {
+    let store = TestStore::new();
+    store.add_samples();
+    let mut server = Server::start(&store, &[]);
+    server.initialize();
+    let listed = server.call("tools/list", json!({}));
+    for tool in listed["result"]["tools"].as_array().expect("tools") {
+        assert_eq!(tool["outputSchema"]["type"], "object", "{tool}");
+        let no_properties = serde_json::Map::new();
+        let properties = tool["inputSchema"]["properties"]
+            .as_object()
+            .unwrap_or(&no_properties);
+        for (name, property) in properties {
+            assert!(property.get("format").is_none(), "{name}: {property}");
+            assert!(!property["type"].is_array(), "{name}: {property}");
+        }
+    }
+    let search = &listed["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "memory_search")
+        .expect("memory_search")["inputSchema"]["properties"]["maxResults"];
+    assert_eq!(
+        search,
+        &json!({"description": "Number of results (default 8, at most 100)", "type": "integer", "minimum": 1, "maximum": 100})
+    );
+    // A numeric string (what MCP Inspector sends) is the number.
+    let two = server.tool(
+        "memory_search",
+        json!({"query": "oauth2.py refresh", "maxResults": "2"}),
+    );
+    assert_eq!(
+        two["structuredContent"]["results"]
+            .as_array()
+            .expect("results")
+            .len(),
+        2
+    );
+    // Zero (and past the maximum) is refused, not answered with one result:
+    // the schema says at least 1, and an empty answer would read as "nothing found".
+    for bad in [json!(0), json!("0"), json!(101)] {
+        let response = server.call(
+            "tools/call",
+            json!({"name": "memory_search", "arguments": {"query": "oauth", "maxResults": bad}}),
+        );
+        assert_rejected(&response, "maxResults");
+    }
+}
+
+#[test]
+fn mcp_negotiates_2025_11_25_by_handshake_and_2026_07_28_by_discovery() {
+    let store = TestStore::new();
+    store.add_samples();
+    let handshake = |version: &str| {
+        let mut server = Server::start(&store, &[]);
+        let answer = server.call(
+            "initialize",
+            json!({"protocolVersion": version, "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}),
+        );
+        answer["result"]["protocolVersion"]
+            .as_str()
+            .expect("version")
+            .to_string()
+    };
+    assert_eq!(handshake("2025-11-25"), "2025-11-25");
+    assert_eq!(handshake("2025-06-18"), "2025-06-18");
+    // 2026-07-28 has no initialize: a client asking for it there gets the newest
+    // revision that has one.
+    assert_eq!(handshake("2026-07-28"), "2025-11-25");
+
+    // 2026-07-28: no handshake; server/discover, then requests carrying the
+    // revision in _meta.
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}
+    });
+    let mut server = Server::start(&store, &[]);
+    let discovered = server.call("server/discover", json!({"_meta": meta}));
+    let versions = discovered["result"]["supportedVersions"].clone();
+    assert!(
+        versions
+            .as_array()
+            .expect("supportedVersions")
+            .contains(&json!("2026-07-28"))
+            && versions
+                .as_array()
+                .expect("supportedVersions")
+                .contains(&json!("2025-11-25")),
+        "{discovered}"
+    );
+    let found = server.call(
+        "tools/call",
+        json!({"_meta": meta, "name": "memory_search", "arguments": {"query": "oauth2.py", "maxResults": 1}}),
+    );
+    assert_eq!(
+        found["result"]["structuredContent"]["results"][0]["id"], "seg-auth-0001",
+        "{found}"
+    );
 }

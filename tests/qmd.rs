@@ -71,6 +71,7 @@ impl Agent {
             .env("QMD_CONFIG_DIR", self.qmd_dir().join("xdg-config/qmd"))
             .env("XDG_CACHE_HOME", self.qmd_dir().join("xdg-cache"))
             .env("NO_COLOR", "1")
+            .env("KNOWLEDGE_DB_UPKEEP", "off")
             .env("KNOWLEDGE_DB_HOME", self.dir.path().join("store"))
             .env("KNOWLEDGE_DB_MODELS", self.dir.path().join("no-models"))
             .env_remove("KNOWLEDGE_DB_MODEL_DIR")

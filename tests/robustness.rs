@@ -156,6 +156,7 @@ fn concurrent_writers_both_land_and_readers_keep_working() {
         .iter()
         .map(|path| {
             Command::new(assert_cmd::cargo::cargo_bin("knowledge-db"))
+                .env("KNOWLEDGE_DB_UPKEEP", "off")
                 .arg("--store")
                 .arg(store.path())
                 .arg("add")
@@ -294,6 +295,7 @@ fn a_full_disk_during_commit_leaves_the_store_usable() {
         let mut cmd = assert_cmd::Command::cargo_bin("knowledge-db").unwrap();
         cmd.arg("--store").arg(&root).args(args);
         cmd.env_remove("KNOWLEDGE_DB_HOME");
+        cmd.env("KNOWLEDGE_DB_UPKEEP", "off");
         cmd
     };
     cmd(&["init"]).assert().success();

@@ -437,6 +437,12 @@ impl Archive {
         self.dir.join("JOURNAL.json")
     }
 
+    /// Whether an operation's journal is present (one `stat`): an operation is
+    /// running, or one was interrupted and awaits [`ops::recover`].
+    pub fn has_journal(&self) -> bool {
+        self.journal_path().exists()
+    }
+
     pub fn read_journal(&self) -> Result<Option<Journal>> {
         let path = self.journal_path();
         match fs::read(&path) {
@@ -487,8 +493,8 @@ pub struct TierStats {
 }
 
 /// The archive's [`TierStats`], from frame headers and the L3 index (no
-/// decompression).
-pub fn l3_stats(store_root: &Path) -> Result<TierStats> {
+/// decompression), with its records counted by kind, tier and namespace.
+pub fn l3_stats(store_root: &Path) -> Result<(TierStats, crate::index::ColumnCounts)> {
     let archive = Archive::new(store_root);
     let (mut raw, mut files_bytes) = (0u64, 0u64);
     for name in archive.files()? {
@@ -497,29 +503,21 @@ pub fn l3_stats(store_root: &Path) -> Result<TierStats> {
         files_bytes += bytes;
     }
     let index_bytes = crate::store::dir_size(&archive.dir().join("index"));
-    let (mut records, mut oldest, mut newest) = (0u64, None::<i64>, None::<i64>);
+    let (mut records, mut counts) = (0u64, crate::index::ColumnCounts::default());
     if let Some(l3) = l3::L3Index::open_existing(&archive)? {
         let searcher = l3.reader()?.searcher();
         records = searcher.num_docs();
-        for segment in searcher.segment_readers() {
-            let times = segment.fast_fields().date("timestamp")?;
-            for doc in segment.doc_ids_alive() {
-                if let Some(t) = times.first(doc) {
-                    let secs = t.into_timestamp_secs();
-                    oldest = Some(oldest.map_or(secs, |o| o.min(secs)));
-                    newest = Some(newest.map_or(secs, |n| n.max(secs)));
-                }
-            }
-        }
+        counts = crate::index::ColumnCounts::of(&searcher)?;
     }
-    Ok(TierStats {
+    let stats = TierStats {
         tier: "l3",
         records,
         bytes_on_disk: files_bytes + index_bytes,
         archive_files_bytes: Some(files_bytes),
         index_bytes: Some(index_bytes),
         compression_ratio: (files_bytes > 0).then(|| raw as f64 / files_bytes as f64),
-        oldest: oldest.map(format_time),
-        newest: newest.map(format_time),
-    })
+        oldest: counts.oldest.map(format_time),
+        newest: counts.newest.map(format_time),
+    };
+    Ok((stats, counts))
 }

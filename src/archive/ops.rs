@@ -190,8 +190,13 @@ pub(crate) fn archive_locked(
         return Ok(report);
     }
     let l3 = L3Index::open_or_create(&archive)?;
+    // Reads not yet folded go with the records: the fold skips archived ids.
+    let pending = access::Pending::read(store.root())?;
     for batch in ids.chunks(ARCHIVE_BATCH) {
-        let records = store.l2_records_by_id(&searcher, batch)?;
+        let mut records = store.l2_records_by_id(&searcher, batch)?;
+        for l2 in &mut records {
+            pending.apply(&mut l2.record);
+        }
         report.archive_bytes_written += archive_batch(store, lock, &archive, &l3, records, now)?;
     }
     report.ids = ids;
@@ -214,19 +219,89 @@ fn archive_batch(
     records: Vec<crate::store::tier::L2Record>,
     now: i64,
 ) -> Result<u64> {
+    let entries = records
+        .into_iter()
+        .map(|l2| {
+            Entry::new(
+                l2.record,
+                l2.hash,
+                l2.vector.text_hash,
+                l2.vector.embedding.as_deref(),
+                now,
+            )
+        })
+        .collect();
+    archive_entries(store, lock, archive, l3, entries)
+}
+
+/// Archives exactly the L2 records named, each with the archiving time and
+/// the pruning note given: an export's archived records, put back where they
+/// were (`add` of an export). Returns how many were archived.
+pub(crate) fn archive_as_given(
+    store: &Store,
+    lock: &WriterLock,
+    given: &[ArchivedAs],
+) -> Result<usize> {
+    if given.is_empty() {
+        return Ok(0);
+    }
+    recover(store, lock)?;
+    let archive = Archive::new(store.root());
+    let l3 = L3Index::open_or_create(&archive)?;
+    let searcher = store.reader()?.searcher();
+    let mut archived = 0;
+    for batch in given.chunks(ARCHIVE_BATCH) {
+        let by_id: HashMap<&str, &ArchivedAs> = batch.iter().map(|g| (g.id.as_str(), g)).collect();
+        let ids: Vec<String> = batch.iter().map(|g| g.id.clone()).collect();
+        let mut entries = Vec::with_capacity(batch.len());
+        for l2 in store.l2_records_by_id(&searcher, &ids)? {
+            let Some(as_given) = by_id.get(l2.record.id.as_str()) else {
+                continue;
+            };
+            let mut entry = Entry::new(
+                l2.record,
+                l2.hash,
+                l2.vector.text_hash,
+                l2.vector.embedding.as_deref(),
+                as_given.archived_at,
+            );
+            entry.dropped.clone_from(&as_given.dropped);
+            entries.push(entry);
+        }
+        archived += entries.len();
+        archive_entries(store, lock, &archive, &l3, entries)?;
+    }
+    if let Some(first) = given.iter().map(|g| g.archived_at).min() {
+        super::policy::note_archived(store, first)?;
+    }
+    Ok(archived)
+}
+
+/// How a record was archived: when, and what pruning dropped from it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArchivedAs {
+    pub id: String,
+    pub archived_at: i64,
+    pub dropped: Vec<String>,
+}
+
+/// Moves entries whose records are live in L2 into the archive, in the order
+/// of operations of the module docs. Returns the archive bytes written.
+fn archive_entries(
+    store: &Store,
+    lock: &WriterLock,
+    archive: &Archive,
+    l3: &L3Index,
+    entries: Vec<Entry>,
+) -> Result<u64> {
     let mut by_file: BTreeMap<String, Vec<Entry>> = BTreeMap::new();
-    let mut ids = Vec::with_capacity(records.len());
-    for l2 in records {
-        ids.push(l2.record.id.clone());
-        let month = month_of(&l2.record);
-        let entry = Entry::new(
-            l2.record,
-            l2.hash,
-            l2.vector.text_hash,
-            l2.vector.embedding.as_deref(),
-            now,
-        );
-        by_file.entry(month).or_default().push(entry);
+    let mut ids = Vec::with_capacity(entries.len());
+    for entry in entries {
+        ids.push(entry.record.id.clone());
+        by_file
+            .entry(month_of(&entry.record))
+            .or_default()
+            .push(entry);
     }
     archive.write_journal(&Journal {
         op: "archive".into(),

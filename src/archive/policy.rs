@@ -122,6 +122,23 @@ pub fn maintain_after_write(store: &Store) -> Result<Option<MaintainReport>> {
     }
 }
 
+/// What of the policy is due now: (archive, prune, fold).
+fn due_now(store: &Store, state: Option<&State>, now: i64) -> (bool, bool, bool) {
+    let archive_due = state.is_none_or(|s| now >= s.next_archive);
+    let prune_due = state.is_none_or(|s| s.next_prune.is_some_and(|t| now >= t));
+    let fold_due = access::pending_bytes(store.root()) >= FOLD_BYTES;
+    (archive_due, prune_due, fold_due)
+}
+
+/// Whether [`maintain`] would do anything now: the cheap check (one small
+/// file read) that the background upkeep makes before it starts.
+pub fn is_due(store: &Store) -> Result<bool> {
+    let policy = policy(store)?;
+    let state = read_state(store).filter(|s| s.policy == policy);
+    let (archive, prune, fold) = due_now(store, state.as_ref(), crate::now_unix());
+    Ok(archive || prune || fold)
+}
+
 /// Applies the retention policy if anything is due (or `force`).
 pub fn maintain(store: &Store, force: bool, timeout: Duration) -> Result<MaintainReport> {
     let started = Instant::now();
@@ -129,14 +146,8 @@ pub fn maintain(store: &Store, force: bool, timeout: Duration) -> Result<Maintai
     let [older_than, idle_for, prune_after] = policy;
     let now = crate::now_unix();
     let state = read_state(store).filter(|s| s.policy == policy);
-    let archive_due = force || state.as_ref().is_none_or(|s| now >= s.next_archive);
-    let prune_due = force
-        || state.is_none()
-        || state
-            .as_ref()
-            .and_then(|s| s.next_prune)
-            .is_some_and(|t| now >= t);
-    let fold_due = access::pending_bytes(store.root()) >= FOLD_BYTES;
+    let (archive_due, prune_due, fold_due) = due_now(store, state.as_ref(), now);
+    let (archive_due, prune_due) = (force || archive_due, force || prune_due);
     let mut report = MaintainReport::default();
     if !archive_due && !prune_due && !fold_due {
         if let Some(s) = &state {

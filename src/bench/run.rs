@@ -371,13 +371,13 @@ fn read_corpus(corpus: &Path) -> Result<Vec<Record>> {
         added_at: crate::now_rfc3339(),
         ..ParseOptions::default()
     };
-    let (records, _, _) = read_records(
+    let batch = read_records(
         &store,
         &[corpus.join("corpus.jsonl")],
         &mut std::io::empty(),
         &options,
     )?;
-    Ok(records)
+    Ok(batch.records)
 }
 
 fn fresh_dir(dir: &Path) -> Result<PathBuf> {

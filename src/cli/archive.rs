@@ -280,7 +280,7 @@ pub(crate) fn run_restore(root: &Path, args: RestoreArgs) -> anyhow::Result<Exit
         output::print_json(&report)?;
     } else {
         println!(
-            "restored {} record{} to L2 ({} with their vectors, {} re-embedded, {} waiting for `knowledge-db embed`)",
+            "restored {} record{} to L2 ({} with their vectors, {} re-embedded, {} waiting for a vector: the background upkeep computes them)",
             report.restored.len(),
             if report.restored.len() == 1 { "" } else { "s" },
             report.vectors_kept,
@@ -288,6 +288,7 @@ pub(crate) fn run_restore(root: &Path, args: RestoreArgs) -> anyhow::Result<Exit
             report.without_vector
         );
     }
+    super::after_write(&store, Some(report.without_vector as u64));
     if !report.missing.is_empty() {
         eprintln!(
             "error: no archived record with id {}",

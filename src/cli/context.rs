@@ -329,7 +329,7 @@ fn store_full(
     let store = Store::open(root)?;
     let records = transcript_records(&view, &common.namespace, &crate::now_rfc3339())?;
     let report = store.add(records, None, store.lock_timeout(common.lock_timeout))?;
-    super::maintain_after_write(&store);
+    super::after_write(&store, Some(report.without_vector as u64));
     Ok(Some(report))
 }
 

@@ -147,7 +147,7 @@ pub fn run(root: &std::path::Path, args: IngestArgs) -> anyhow::Result<ExitCode>
         print_report(&report);
     }
     if let Some(store) = &store {
-        super::maintain_after_write(store);
+        super::after_write(store, None);
     }
     Ok(ExitCode::SUCCESS)
 }

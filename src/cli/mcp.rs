@@ -21,15 +21,19 @@ pub struct McpArgs {
 }
 
 pub const AFTER_HELP: &str = "\
-Speaks the Model Context Protocol on stdin/stdout (logs go to stderr). Tools:
-  memory_search {query, maxResults?, minScore?, namespace?, session?, tier?}
+Speaks the Model Context Protocol on stdin/stdout (logs go to stderr): protocol
+2025-11-25 (and older) by the initialize handshake, 2026-07-28 by server/discover
+and per-request _meta. Every tool declares an outputSchema. Tools:
+  memory_search {query, maxResults? (1-100), minScore?, namespace?, session?, tier?,
+                 format? (knowledge-db | openclaw)}
   memory_get    {id | path, from?, lines?}
   memory_add    {records}
   memory_stats  {}
 
 Register it with Claude Code:
   claude mcp add --scope user knowledge-db -- knowledge-db mcp
-or let `knowledge-db hook install` write the registration.";
+or let `knowledge-db hook install` write the registration. OpenClaw reaches it
+through the plugin in openclaw-plugin/ (see the README).";
 
 pub fn run(root: &Path, args: McpArgs) -> anyhow::Result<ExitCode> {
     // Agents start the server before anything was added: create the store then.

@@ -7,12 +7,14 @@
 mod archive;
 mod bench;
 mod context;
+mod export;
 mod hook;
 mod ingest;
 mod mcp;
 mod output;
 mod qmd;
 mod show;
+mod upkeep;
 mod verify;
 
 use std::io::{IsTerminal, Write};
@@ -101,9 +103,19 @@ enum Command {
     #[command(after_help = show::AFTER_HELP)]
     Show(show::ShowArgs),
 
+    /// Write every record (L2 and the archive) as JSON lines that `add` takes
+    /// back unchanged: a backup, or a move to another store or machine.
+    #[command(after_help = export::AFTER_HELP)]
+    Export(export::ExportArgs),
+
     /// Show record counts by kind, tier and namespace, and sizes on disk.
     #[command(after_help = "Example:\n  knowledge-db stats --json")]
     Stats(JsonFlag),
+
+    /// Do the store's upkeep now (vectors for records without one, the access
+    /// log, the retention policy, interrupted operations), or show its state.
+    #[command(after_help = upkeep::AFTER_HELP)]
+    Upkeep(upkeep::UpkeepArgs),
 
     /// Compute vectors for records stored without one (`add --embed later`, or
     /// added before the model was installed), and build missing HNSW graphs.
@@ -371,7 +383,7 @@ enum SearchFormat {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum KindArg {
+pub(crate) enum KindArg {
     Segment,
     Task,
     Message,
@@ -547,7 +559,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Get(args) => get(&root, args),
         Command::Delete(args) => delete(&root, args),
         Command::Show(args) => show::run(&root, args),
+        Command::Export(args) => export::run(&root, args),
         Command::Stats(args) => stats(&root, args.json),
+        Command::Upkeep(args) => upkeep::run(&root, args),
         Command::Embed(args) => embed(&root, args),
         Command::Eval(args) => eval(args),
         Command::Verify(args) => verify::run_verify(&root, args),
@@ -599,18 +613,20 @@ fn add(root: &std::path::Path, args: AddArgs) -> anyhow::Result<ExitCode> {
     let spinner = output::spinner("reading and indexing records");
     let mut stdin = std::io::stdin().lock();
     if args.dry_run {
-        let (records, bytes, _) =
-            crate::store::add::read_records(&store, &args.paths, &mut stdin, &options)?;
+        let batch = crate::store::add::read_records(&store, &args.paths, &mut stdin, &options)?;
         spinner.finish_and_clear();
         if args.json {
-            output::print_json(
-                &serde_json::json!({"dry_run": true, "valid_records": records.len(), "bytes_read": bytes}),
-            )?;
+            output::print_json(&serde_json::json!({
+                "dry_run": true,
+                "valid_records": batch.len(),
+                "export_lines": batch.imported.len(),
+                "bytes_read": batch.bytes,
+            }))?;
         } else {
             println!(
                 "{} valid records ({}); nothing written (--dry-run)",
-                records.len(),
-                crate::record::input::human_bytes(bytes)
+                batch.len(),
+                crate::record::input::human_bytes(batch.bytes)
             );
         }
         return Ok(ExitCode::SUCCESS);
@@ -631,29 +647,22 @@ fn add(root: &std::path::Path, args: AddArgs) -> anyhow::Result<ExitCode> {
     };
     // A segment a queue waits for moves its queue entry (see hooks::queue).
     let started = std::time::Instant::now();
-    let (records, bytes_read, skipped_files) =
-        crate::store::add::read_records(&store, &args.paths, &mut stdin, &options)?;
-    let count = records.len();
+    let batch = crate::store::add::read_records(&store, &args.paths, &mut stdin, &options)?;
     let outcome = crate::integrations::hooks::queue::add_and_settle(
         &store,
-        records,
+        batch,
         embedder.as_mut().map(|e| e.as_mut() as &mut dyn Embedder),
         store.lock_timeout(args.lock_timeout),
+        started,
     )?;
-    let summary = crate::store::add::AddSummary {
-        records: count,
-        report: outcome.report.clone(),
-        bytes_read,
-        skipped_files,
-        seconds: started.elapsed().as_secs_f64(),
-    };
+    let summary = &outcome.summary;
     spinner.finish_and_clear();
     if args.json {
-        let mut value = serde_json::to_value(&summary)?;
+        let mut value = serde_json::to_value(summary)?;
         value["compressed"] = serde_json::to_value(&outcome.compressed)?;
         output::print_json(&value)?;
     } else {
-        output::print_add_summary(&summary);
+        output::print_add_summary(summary);
         for line in crate::integrations::hooks::queue::arrival_lines(&outcome.compressed) {
             println!("{line}");
         }
@@ -661,29 +670,16 @@ fn add(root: &std::path::Path, args: AddArgs) -> anyhow::Result<ExitCode> {
     if let Some(why) = &outcome.queue_error {
         eprintln!("warning: the records were added, but the compression queue was not updated: {why} (the next hook call settles it)");
     }
-    maintain_after_write(&store);
+    after_write(&store, None);
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs the retention policy's due check after a successful write. The write
-/// already succeeded, so a failure here is a warning on stderr, never an error.
-pub(crate) fn maintain_after_write(store: &Store) {
-    match crate::archive::policy::maintain_after_write(store) {
-        Ok(Some(report)) => {
-            let archived = report.archived.as_ref().map_or(0, |a| a.records);
-            let pruned = report.pruned.as_ref().map_or(0, |p| p.records_pruned);
-            if archived + pruned > 0 {
-                eprintln!(
-                    "maintain: retention policy archived {archived} and pruned {pruned} record(s) \
-                     (config.toml [retention]; `knowledge-db maintain --json` for details)"
-                );
-            }
-        }
-        Ok(None) => {}
-        Err(e) => eprintln!(
-            "warning: the write succeeded, but the retention check failed: {e} \
-             (run `knowledge-db maintain` to retry)"
-        ),
+/// After a successful write: starts the background upkeep when something is
+/// due (or, with upkeep off, applies the retention policy here). The write
+/// already succeeded, so anything that goes wrong is a line on stderr.
+pub(crate) fn after_write(store: &Store, vectors_waiting: Option<u64>) {
+    if let Some(line) = crate::upkeep::after_write(store, vectors_waiting) {
+        eprintln!("{line}");
     }
 }
 
@@ -733,10 +729,15 @@ fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result<ExitCode> 
     let query = args.query.as_deref().unwrap_or_default();
     let response = engine.search(query, args.k, &filters, &rank)?;
     if args.format == SearchFormat::Openclaw {
+        // The search logged these reads already: read the sources without `get`.
+        let searcher = store.reader()?.searcher();
         let sources = response
             .results
             .iter()
-            .map(|hit| Ok(store.get(&hit.id)?.map(|r| r.source)))
+            .map(|hit| {
+                let record = crate::store::get_record(&searcher, store.fields(), &hit.id)?;
+                Ok(record.map(|r| r.source))
+            })
             .collect::<crate::Result<Vec<_>>>()?;
         output::print_json(&crate::integrations::openclaw::search_payload(
             &response, &sources,
@@ -746,6 +747,7 @@ fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result<ExitCode> 
     } else {
         output::print_search(&response, std::io::stdout().is_terminal(), args.explain);
     }
+    crate::upkeep::after_read(&store, response.records_without_vector);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -797,10 +799,18 @@ fn delete(root: &std::path::Path, args: DeleteArgs) -> anyhow::Result<ExitCode> 
 fn stats(root: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
     let store = Store::open(root)?;
     let stats = store.stats()?;
+    let status = crate::upkeep::status(&store);
     if json {
-        output::print_json(&stats)?;
+        let mut value = serde_json::to_value(&stats)?;
+        value["upkeep"] = serde_json::to_value(&status)?;
+        output::print_json(&value)?;
     } else {
         output::print_stats(&stats);
+        let described = upkeep::describe(&status, stats.vectors.without_vector);
+        println!(
+            "upkeep          {}",
+            described.replace('\n', "\n                ")
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

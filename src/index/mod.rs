@@ -273,3 +273,77 @@ pub fn record_hash(record: &Record) -> u64 {
     }
     xxhash_rust::xxh3::xxh3_64(&bytes)
 }
+
+/// How many live records of an index fall in each kind, tier and namespace,
+/// and the time range of their own timestamps: read from the fast columns, no
+/// stored document is decoded. L2 and the L3 index share the schema, so
+/// `stats` counts both tiers with it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ColumnCounts {
+    pub by_kind: std::collections::BTreeMap<String, u64>,
+    pub by_tier: std::collections::BTreeMap<String, u64>,
+    pub by_namespace: std::collections::BTreeMap<String, u64>,
+    /// Unix seconds of the oldest and newest record time.
+    pub oldest: Option<i64>,
+    pub newest: Option<i64>,
+}
+
+impl ColumnCounts {
+    /// Counts the live documents of `searcher`.
+    pub fn of(searcher: &tantivy::Searcher) -> crate::Result<ColumnCounts> {
+        let mut counts = ColumnCounts::default();
+        for segment in searcher.segment_readers() {
+            let fast = segment.fast_fields();
+            let columns = [
+                (fast.str("kind")?, &mut counts.by_kind),
+                (fast.str("tier")?, &mut counts.by_tier),
+                (fast.str("namespace")?, &mut counts.by_namespace),
+            ];
+            for (column, map) in columns {
+                let Some(column) = column else { continue };
+                let mut per_ord: std::collections::HashMap<u64, u64> = Default::default();
+                for doc in segment.doc_ids_alive() {
+                    for ord in column.term_ords(doc) {
+                        *per_ord.entry(ord).or_default() += 1;
+                    }
+                }
+                let mut name = String::new();
+                for (ord, count) in per_ord {
+                    name.clear();
+                    column
+                        .ord_to_str(ord, &mut name)
+                        .map_err(|e| crate::Error::io("text index", e))?;
+                    *map.entry(name.clone()).or_default() += count;
+                }
+            }
+            let times = fast.date("timestamp")?;
+            for doc in segment.doc_ids_alive() {
+                if let Some(t) = times.first(doc) {
+                    counts.include_time(t.into_timestamp_secs());
+                }
+            }
+        }
+        Ok(counts)
+    }
+
+    fn include_time(&mut self, secs: i64) {
+        self.oldest = Some(self.oldest.map_or(secs, |o| o.min(secs)));
+        self.newest = Some(self.newest.map_or(secs, |n| n.max(secs)));
+    }
+
+    /// Adds another index's counts (the other tier) to these.
+    pub fn merge(&mut self, other: &ColumnCounts) {
+        for (mine, theirs) in [
+            (&mut self.by_kind, &other.by_kind),
+            (&mut self.by_tier, &other.by_tier),
+            (&mut self.by_namespace, &other.by_namespace),
+        ] {
+            for (name, count) in theirs {
+                *mine.entry(name.clone()).or_default() += count;
+            }
+        }
+        for secs in other.oldest.into_iter().chain(other.newest) {
+            self.include_time(secs);
+        }
+    }
+}

@@ -22,33 +22,221 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
 
-/// The skill file, as installed.
+/// The skill file as written in the source, with `knowledge-db <command>`
+/// where the installed skill has the binary and store (see [`Install`]).
 pub const SKILL_MD: &str = include_str!("skill/SKILL.md");
 
 /// Name of the skill folder and of the MCP server entry.
 pub const NAME: &str = "knowledge-db";
 
-/// The hook entries: (event, matcher, command, timeout in seconds).
+/// The hook entries: (event, matcher, hook subcommand, timeout in seconds).
 pub const HOOKS: [(&str, &str, &str, Option<u64>); 3] = [
     (
         "PostToolUse",
         "Bash|Write|Edit|TaskCreate|TaskUpdate|TodoWrite",
-        "knowledge-db hook post-tool-use",
+        "post-tool-use",
         Some(30),
     ),
-    (
-        "PreCompact",
-        "auto|manual",
-        "knowledge-db hook pre-compact",
-        None,
-    ),
-    (
-        "SessionStart",
-        "compact",
-        "knowledge-db hook session-start",
-        None,
-    ),
+    ("PreCompact", "auto|manual", "pre-compact", None),
+    ("SessionStart", "compact", "session-start", None),
 ];
+
+/// What every installed command runs: this binary, on this store. Both are
+/// absolute paths, so the commands work whatever Claude Code's `PATH` and
+/// environment are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Install {
+    pub binary: PathBuf,
+    pub store: PathBuf,
+}
+
+impl Install {
+    /// The binary and store to install: `binary` if given, else the running
+    /// program. Refuses a binary that is not an absolute path to an existing
+    /// executable file (e.g. deleted or replaced by a rebuild since it started),
+    /// naming the fix.
+    pub fn new(binary: Option<PathBuf>, store: &Path) -> Result<Install> {
+        let binary = match binary {
+            Some(b) => b,
+            None => std::env::current_exe().map_err(|e| {
+                Error::Usage(format!(
+                    "cannot tell where this knowledge-db binary is ({e}); pass --binary PATH"
+                ))
+            })?,
+        };
+        let binary = absolute(&binary)?;
+        let shown = binary.display().to_string();
+        if shown.ends_with(" (deleted)") || !binary.is_file() {
+            return Err(Error::Usage(format!(
+                "{shown} is not there any more (replaced or deleted since it started); \
+                 run the install with the binary you will keep, or pass --binary PATH"
+            )));
+        }
+        if !is_executable(&binary) {
+            return Err(Error::Usage(format!(
+                "{shown} is not executable; `chmod +x` it or pass --binary PATH"
+            )));
+        }
+        Ok(Install {
+            binary,
+            store: absolute(store)?,
+        })
+    }
+
+    /// `<binary> --store <store>`, quoted for the shell where needed.
+    pub fn prefix(&self) -> String {
+        format!(
+            "{} --store {}",
+            shell_quote(&self.binary.to_string_lossy()),
+            shell_quote(&self.store.to_string_lossy())
+        )
+    }
+
+    /// The command of a hook subcommand (`post-tool-use`).
+    pub fn hook_command(&self, subcommand: &str) -> String {
+        format!("{} hook {subcommand}", self.prefix())
+    }
+
+    /// The MCP server entry.
+    pub fn mcp_entry(&self, extra_args: &[String]) -> Value {
+        let mut args = vec![json!("--store"), json!(self.store.to_string_lossy())];
+        args.extend(extra_args.iter().map(|a| json!(a)));
+        args.push(json!("mcp"));
+        json!({"type": "stdio", "command": self.binary.to_string_lossy(), "args": args, "env": {}})
+    }
+
+    /// The skill with every `knowledge-db <command>` (and its `allowed-tools`
+    /// pattern) running this binary on this store.
+    pub fn skill(&self) -> String {
+        let prefix = self.prefix();
+        let text = SKILL_MD.replace("Bash(knowledge-db *)", &format!("Bash({prefix} *)"));
+        let mut out = String::with_capacity(text.len() + 1024);
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("knowledge-db ") {
+            let (before, after) = rest.split_at(at);
+            out.push_str(before);
+            let after_name = &after["knowledge-db ".len()..];
+            // A command starts a line or follows a space, quote or bracket
+            // (not `/`: `/knowledge-db search` is the skill's own name).
+            let starts_command = before
+                .chars()
+                .next_back()
+                .is_none_or(|c| c.is_whitespace() || "`'\"(".contains(c));
+            let word: String = after_name
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '-')
+                .collect();
+            if starts_command && SUBCOMMANDS.contains(&word.as_str()) {
+                out.push_str(&prefix);
+                out.push(' ');
+            } else {
+                out.push_str("knowledge-db ");
+            }
+            rest = after_name;
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+/// The commands a skill may run (a `knowledge-db` followed by one of these is
+/// a command; elsewhere the word is the product's name).
+const SUBCOMMANDS: [&str; 16] = [
+    "search", "get", "show", "add", "stats", "export", "upkeep", "embed", "delete", "archive",
+    "restore", "ingest", "maintain", "verify", "import", "hook",
+];
+
+fn absolute(path: &Path) -> Result<PathBuf> {
+    if path.is_absolute() {
+        return Ok(path.to_path_buf());
+    }
+    let here = std::env::current_dir()
+        .map_err(|e| Error::Usage(format!("cannot tell the current folder: {e}")))?;
+    Ok(here.join(path))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
+}
+
+/// A word for `sh`: as it is when it holds only safe characters, else in
+/// single quotes.
+pub fn shell_quote(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c));
+    if safe {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// Splits a command line into words as `sh` would for plain words, single and
+/// double quotes and backslashes (enough to read commands back).
+pub fn shell_words(command: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = command.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                for q in chars.by_ref() {
+                    if q == '\'' {
+                        break;
+                    }
+                    word.push(q);
+                }
+            }
+            '"' => {
+                in_word = true;
+                while let Some(q) = chars.next() {
+                    match q {
+                        '"' => break,
+                        '\\' => word.extend(chars.next()),
+                        _ => word.push(q),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                word.extend(chars.next());
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    words
+}
+
+/// Whether a command runs knowledge-db's `hook <subcommand>` (any binary
+/// path, any store): an entry an earlier install wrote.
+pub fn is_our_hook(command: &str, subcommand: &str) -> bool {
+    let words = shell_words(command);
+    let binary_is_ours = words
+        .first()
+        .and_then(|w| Path::new(w).file_name())
+        .is_some_and(|n| n == NAME);
+    binary_is_ours
+        && words
+            .windows(2)
+            .any(|w| w[0] == "hook" && w[1] == subcommand)
+}
 
 /// Where to install.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,20 +317,29 @@ pub struct Plan {
     pub changes: Vec<FileChange>,
     /// Files already as they should be.
     pub unchanged: Vec<PathBuf>,
+    /// Things left alone that the user should know (a server entry of their own).
+    pub notes: Vec<String>,
 }
 
 /// Works out what installing into `targets` changes, reading but not writing.
-pub fn plan(targets: &Targets) -> Result<Plan> {
+pub fn plan(targets: &Targets, install: &Install) -> Result<Plan> {
     let mut plan = Plan::default();
     let settings = read(&targets.settings)?;
-    let merged = merge_json(&targets.settings, settings.as_deref(), add_hooks)?;
+    let merged = merge_json(&targets.settings, settings.as_deref(), |object, path| {
+        add_hooks(object, path, install)
+    })?;
     plan.consider(&targets.settings, settings, merged);
     let skill = read(&targets.skill)?;
-    let wanted = (skill.as_deref() != Some(SKILL_MD)).then(|| SKILL_MD.to_string());
+    let wanted_skill = install.skill();
+    let wanted = (skill.as_deref() != Some(wanted_skill.as_str())).then_some(wanted_skill);
     plan.consider(&targets.skill, skill, wanted);
     let mcp = read(&targets.mcp)?;
-    let merged = merge_json(&targets.mcp, mcp.as_deref(), add_mcp_server)?;
+    let mut notes = Vec::new();
+    let merged = merge_json(&targets.mcp, mcp.as_deref(), |object, path| {
+        add_mcp_server(object, path, install, &mut notes)
+    })?;
     plan.consider(&targets.mcp, mcp, merged);
+    plan.notes = notes;
     Ok(plan)
 }
 
@@ -188,7 +385,7 @@ fn read(path: &Path) -> Result<Option<String>> {
 fn merge_json(
     path: &Path,
     text: Option<&str>,
-    edit: fn(&mut Map<String, Value>, &Path) -> Result<bool>,
+    edit: impl FnOnce(&mut Map<String, Value>, &Path) -> Result<bool>,
 ) -> Result<Option<String>> {
     let mut value: Value = match text {
         Some(t) if !t.trim().is_empty() => serde_json::from_str(t).map_err(|e| Error::Config {
@@ -220,16 +417,18 @@ fn not_object(path: &Path, what: &str) -> Error {
     }
 }
 
-/// Adds each of [`HOOKS`] unless a hook with the same command is already
-/// registered for its event. Returns whether anything was added.
-fn add_hooks(settings: &mut Map<String, Value>, path: &Path) -> Result<bool> {
+/// Puts each of [`HOOKS`] in place: an entry an earlier install wrote (any
+/// binary path or store) is brought up to date, a second copy of it removed;
+/// one that is missing is added. Other hooks are left as they are. Returns
+/// whether anything changed.
+fn add_hooks(settings: &mut Map<String, Value>, path: &Path, install: &Install) -> Result<bool> {
     let hooks = settings
         .entry("hooks")
         .or_insert_with(|| json!({}))
         .as_object_mut()
         .ok_or_else(|| not_object(path, "`hooks`"))?;
     let mut changed = false;
-    for (event, matcher, command, timeout) in HOOKS {
+    for (event, matcher, subcommand, timeout) in HOOKS {
         let groups = hooks
             .entry(event)
             .or_insert_with(|| json!([]))
@@ -238,40 +437,112 @@ fn add_hooks(settings: &mut Map<String, Value>, path: &Path) -> Result<bool> {
                 path: path.to_path_buf(),
                 message: format!("`hooks.{event}` is not a list; nothing was written"),
             })?;
-        let present = groups.iter().any(|group| {
-            group["hooks"]
-                .as_array()
-                .is_some_and(|hs| hs.iter().any(|h| h["command"] == command))
-        });
-        if present {
-            continue;
-        }
-        let mut hook = json!({"type": "command", "command": command});
+        let mut wanted = json!({"type": "command", "command": install.hook_command(subcommand)});
         if let Some(secs) = timeout {
-            hook["timeout"] = json!(secs);
+            wanted["timeout"] = json!(secs);
         }
-        groups.push(json!({"matcher": matcher, "hooks": [hook]}));
-        changed = true;
+        let before = groups.clone();
+        let mut placed = false;
+        groups.retain_mut(|group| {
+            let Some(list) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
+                return true;
+            };
+            let ours = |h: &Value| {
+                h["command"]
+                    .as_str()
+                    .is_some_and(|c| is_our_hook(c, subcommand))
+            };
+            if !list.iter().any(ours) {
+                return true;
+            }
+            let only_ours = list.iter().all(ours);
+            list.retain(|h| !ours(h));
+            if placed {
+                return !list.is_empty();
+            }
+            placed = true;
+            list.insert(0, wanted.clone());
+            // The matcher is ours to set only in a group of ours alone.
+            if only_ours {
+                group["matcher"] = json!(matcher);
+            }
+            true
+        });
+        if !placed {
+            groups.push(json!({"matcher": matcher, "hooks": [wanted]}));
+        }
+        changed |= *groups != before;
     }
     Ok(changed)
 }
 
-/// Adds `mcpServers.knowledge-db` unless an entry of that name exists (a user's
-/// own entry, with its own arguments, is kept as it is).
-fn add_mcp_server(config: &mut Map<String, Value>, path: &Path) -> Result<bool> {
+/// Puts `mcpServers.knowledge-db` in place: added when missing; an entry an
+/// earlier install wrote (its command is a knowledge-db binary ending in
+/// `mcp`) brought up to date, keeping its other arguments (a `--namespace`);
+/// an entry of the user's own (another command) is left alone, with a note.
+fn add_mcp_server(
+    config: &mut Map<String, Value>,
+    path: &Path,
+    install: &Install,
+    notes: &mut Vec<String>,
+) -> Result<bool> {
     let servers = config
         .entry("mcpServers")
         .or_insert_with(|| json!({}))
         .as_object_mut()
         .ok_or_else(|| not_object(path, "`mcpServers`"))?;
-    if servers.contains_key(NAME) {
+    let wanted = match servers.get(NAME) {
+        None => install.mcp_entry(&[]),
+        Some(existing) => {
+            let command = existing["command"].as_str().unwrap_or_default();
+            let args: Vec<String> = existing["args"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let ours = Path::new(command).file_name().is_some_and(|n| n == NAME)
+                && args.last().is_some_and(|a| a == "mcp");
+            if !ours {
+                notes.push(format!(
+                    "{}: mcpServers.{NAME} runs `{command}`, not knowledge-db: left as it is",
+                    path.display()
+                ));
+                return Ok(false);
+            }
+            let mut updated = existing.clone();
+            let fresh = install.mcp_entry(&extra_mcp_args(&args));
+            updated["type"] = fresh["type"].clone();
+            updated["command"] = fresh["command"].clone();
+            updated["args"] = fresh["args"].clone();
+            if updated.get("env").is_none() {
+                updated["env"] = json!({});
+            }
+            updated
+        }
+    };
+    if servers.get(NAME) == Some(&wanted) {
         return Ok(false);
     }
-    servers.insert(
-        NAME.to_string(),
-        json!({"type": "stdio", "command": "knowledge-db", "args": ["mcp"], "env": {}}),
-    );
+    servers.insert(NAME.to_string(), wanted);
     Ok(true)
+}
+
+/// The arguments of an earlier `... [--store S] [options] mcp` entry other
+/// than the store and the subcommand.
+fn extra_mcp_args(args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut words = args[..args.len().saturating_sub(1)].iter();
+    while let Some(word) = words.next() {
+        if word == "--store" {
+            words.next();
+        } else if !word.starts_with("--store=") {
+            out.push(word.clone());
+        }
+    }
+    out
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -369,31 +640,128 @@ fn line_ops<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<(char, &'a str)> {
 mod tests {
     use super::*;
 
+    fn install() -> Install {
+        Install {
+            binary: PathBuf::from("/opt/kdb/bin/knowledge-db"),
+            store: PathBuf::from("/home/me/my memory"),
+        }
+    }
+
+    fn merge(text: Option<&str>) -> Option<String> {
+        merge_json(Path::new("settings.json"), text, |o, p| {
+            add_hooks(o, p, &install())
+        })
+        .expect("merge")
+    }
+
     #[test]
     fn hooks_merge_beside_others_and_only_once() {
         let existing = r#"{"model":"opus","hooks":{"PostToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"lint.sh"}]}]}}"#;
-        let path = Path::new("settings.json");
-        let merged = merge_json(path, Some(existing), add_hooks)
-            .expect("merge")
-            .expect("changed");
+        let merged = merge(Some(existing)).expect("changed");
         let value: Value = serde_json::from_str(&merged).expect("json");
         assert_eq!(value["model"], "opus");
         let post = value["hooks"]["PostToolUse"].as_array().expect("list");
         assert_eq!(post.len(), 2);
         assert_eq!(post[0]["hooks"][0]["command"], "lint.sh");
-        assert_eq!(
-            post[1]["matcher"],
-            "Bash|Write|Edit|TaskCreate|TaskUpdate|TodoWrite"
-        );
+        assert_eq!(post[1]["matcher"], HOOKS[0].1);
         assert_eq!(post[1]["hooks"][0]["timeout"], 30);
-        assert_eq!(value["hooks"]["SessionStart"][0]["matcher"], "compact");
         assert_eq!(
-            value["hooks"]["PreCompact"][0]["hooks"][0]["command"],
-            "knowledge-db hook pre-compact"
+            post[1]["hooks"][0]["command"],
+            "/opt/kdb/bin/knowledge-db --store '/home/me/my memory' hook post-tool-use"
         );
-        assert!(merge_json(path, Some(&merged), add_hooks)
-            .expect("again")
-            .is_none());
+        assert_eq!(value["hooks"]["SessionStart"][0]["matcher"], "compact");
+        assert!(
+            merge(Some(&merged)).is_none(),
+            "a second install changed it"
+        );
+    }
+
+    #[test]
+    fn an_earlier_install_is_brought_up_to_date_not_doubled() {
+        // What releases before absolute paths wrote, twice over, plus a
+        // user's hook that shares the group.
+        let old = r#"{"hooks":{"PostToolUse":[
+            {"matcher":"Write|Edit","hooks":[{"type":"command","command":"knowledge-db hook post-tool-use","timeout":30}]},
+            {"matcher":"Write","hooks":[{"type":"command","command":"/old/knowledge-db --store /old hook post-tool-use"},{"type":"command","command":"fmt.sh"}]}],
+          "PreCompact":[{"matcher":"auto|manual","hooks":[{"type":"command","command":"knowledge-db hook pre-compact"}]}]}}"#;
+        let value: Value = serde_json::from_str(&merge(Some(old)).expect("changed")).expect("json");
+        let post = value["hooks"]["PostToolUse"].as_array().expect("list");
+        assert_eq!(post.len(), 2, "{post:?}");
+        assert_eq!(post[0]["matcher"], HOOKS[0].1);
+        assert_eq!(post[0]["hooks"].as_array().expect("hooks").len(), 1);
+        assert!(post[0]["hooks"][0]["command"]
+            .as_str()
+            .expect("command")
+            .starts_with("/opt/kdb/bin/knowledge-db --store"));
+        // The user's hook stays, in its group, with its matcher.
+        assert_eq!(post[1]["matcher"], "Write");
+        assert_eq!(
+            post[1]["hooks"],
+            json!([{"type":"command","command":"fmt.sh"}])
+        );
+        let pre = &value["hooks"]["PreCompact"][0]["hooks"][0]["command"];
+        assert_eq!(
+            pre,
+            "/opt/kdb/bin/knowledge-db --store '/home/me/my memory' hook pre-compact"
+        );
+    }
+
+    #[test]
+    fn mcp_entries_of_ours_are_updated_and_others_kept() {
+        let run = |text: &str| {
+            let mut notes = Vec::new();
+            let out = merge_json(Path::new(".mcp.json"), Some(text), |o, p| {
+                add_mcp_server(o, p, &install(), &mut notes)
+            })
+            .expect("merge");
+            (out, notes)
+        };
+        let (out, _) = run(
+            r#"{"mcpServers":{"knowledge-db":{"type":"stdio","command":"knowledge-db","args":["--store","/old","--namespace","proj","mcp"],"env":{"X":"1"}}}}"#,
+        );
+        let value: Value = serde_json::from_str(&out.expect("changed")).expect("json");
+        assert_eq!(
+            value["mcpServers"]["knowledge-db"],
+            json!({"type":"stdio","command":"/opt/kdb/bin/knowledge-db",
+                   "args":["--store","/home/me/my memory","--namespace","proj","mcp"],"env":{"X":"1"}})
+        );
+        let (out, notes) =
+            run(r#"{"mcpServers":{"knowledge-db":{"command":"my-wrapper","args":[]}}}"#);
+        assert!(out.is_none());
+        assert!(notes[0].contains("my-wrapper"), "{notes:?}");
+    }
+
+    #[test]
+    fn the_skill_runs_the_binary_on_the_store() {
+        let skill = install().skill();
+        let prefix = "/opt/kdb/bin/knowledge-db --store '/home/me/my memory'";
+        assert!(
+            skill.contains(&format!("allowed-tools: Bash({prefix} *)")),
+            "{skill}"
+        );
+        assert!(skill.contains(&format!("{prefix} search ")), "{skill}");
+        assert!(!skill.contains("\nknowledge-db search"), "{skill}");
+        // `/knowledge-db search <query>` is how the user calls the skill.
+        assert!(skill.contains("/knowledge-db search <query>"), "{skill}");
+        // The product's name is left alone.
+        assert!(skill.contains("name: knowledge-db\n"), "{skill}");
+    }
+
+    #[test]
+    fn shell_words_read_back_what_shell_quote_writes() {
+        for word in ["/a/b", "/with space/x", "it's", "", "a\"b"] {
+            let line = format!("cmd {} tail", shell_quote(word));
+            assert_eq!(shell_words(&line), vec!["cmd", word, "tail"], "{line}");
+        }
+        assert!(is_our_hook(
+            "'/x y/knowledge-db' --store /s hook pre-compact",
+            "pre-compact"
+        ));
+        assert!(!is_our_hook("other hook pre-compact", "pre-compact"));
+        assert!(!is_our_hook(
+            "knowledge-db hook pre-compact",
+            "post-tool-use"
+        ));
     }
 
     #[test]
@@ -401,7 +769,7 @@ mod tests {
         let error = merge_json(
             Path::new("x/.mcp.json"),
             Some("{\"mcpServers\": "),
-            add_mcp_server,
+            |o, p| add_mcp_server(o, p, &install(), &mut Vec::new()),
         )
         .expect_err("invalid");
         let text = error.to_string();
@@ -409,8 +777,10 @@ mod tests {
             text.contains("x/.mcp.json") && text.contains("line 1"),
             "{text}"
         );
-        let error = merge_json(Path::new("s.json"), Some(r#"{"hooks": []}"#), add_hooks)
-            .expect_err("hooks not an object");
+        let error = merge_json(Path::new("s.json"), Some(r#"{"hooks": []}"#), |o, p| {
+            add_hooks(o, p, &install())
+        })
+        .expect_err("hooks not an object");
         assert!(error.to_string().contains("`hooks`"));
     }
 

@@ -32,9 +32,9 @@ use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler, ServiceExt}
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::openclaw;
 use super::qmd::Collections;
 use super::service::{MemoryService, SearchRequest};
+use super::{mcp_schema, mcp_wire, openclaw};
 use crate::record::Tier;
 use crate::search::SearchResponse;
 
@@ -50,6 +50,7 @@ pub struct SearchArgs {
     /// What to look for: words, identifiers, file names, error codes, or a question
     pub query: String,
     /// Number of results (default 8, at most 100)
+    #[schemars(range(min = 1, max = 100))]
     pub max_results: Option<usize>,
     /// Drop results scoring below this (hybrid scores lie in 0..1)
     pub min_score: Option<f32>,
@@ -59,6 +60,17 @@ pub struct SearchArgs {
     pub session: Option<String>,
     /// Only records of this tier: "l2" (warm store) or "l3" (archive)
     pub tier: Option<TierArg>,
+    /// Shape of the answer: "knowledge-db" (default) or "openclaw" (OpenClaw's
+    /// memory_search payload: path, startLine, endLine, score, vectorScore,
+    /// textScore, snippet, source, citation)
+    pub format: Option<SearchFormatArg>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SearchFormatArg {
+    KnowledgeDb,
+    Openclaw,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
@@ -82,6 +94,7 @@ pub struct GetArgs {
     /// Last turn of a session's range (with `session`; default: the last turn)
     pub to: Option<u64>,
     /// How many lines of a file, or how many messages (default 50)
+    #[schemars(range(min = 1))]
     pub lines: Option<usize>,
 }
 
@@ -109,7 +122,7 @@ impl MemoryServer {
         MemoryServer {
             service: Arc::new(service),
             collections_file,
-            tool_router: Self::tool_router(),
+            tool_router: with_client_schemas(Self::tool_router()),
         }
     }
 
@@ -125,6 +138,7 @@ impl MemoryServer {
                 "`query` is empty: give words, identifiers or a question",
             ));
         }
+        let openclaw_format = args.format == Some(SearchFormatArg::Openclaw);
         let request = SearchRequest {
             query: args.query,
             max_results: args
@@ -143,6 +157,9 @@ impl MemoryServer {
         let service = Arc::clone(&self.service);
         blocking(move || {
             let response = service.search(&request)?;
+            if openclaw_format {
+                return openclaw_answer(&service, &response);
+            }
             Ok(answer(search_json(&response), search_text(&response)))
         })
         .await
@@ -209,7 +226,7 @@ impl MemoryServer {
         let service = Arc::clone(&self.service);
         blocking(move || {
             let outcome = service.add(args.records)?;
-            let report = &outcome.report;
+            let report = &outcome.summary.report;
             let mut text = format!(
                 "added {}, updated {}, unchanged {} ({} without a vector)",
                 report.added, report.updated, report.unchanged, report.without_vector
@@ -259,14 +276,27 @@ impl MemoryServer {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for MemoryServer {
-    /// Checks the arguments against the tool's schema first: arguments that do
-    /// not fit are a JSON-RPC error -32602 (invalid params) naming the problem.
+    /// Checks the arguments against the tool's schema first (numeric strings
+    /// become numbers, bounds hold; see `mcp_schema`): arguments that do not
+    /// fit are a JSON-RPC error -32602 (invalid params) naming the problem.
     /// (rmcp's router would answer them as an `isError` result instead.)
     async fn call_tool(
         &self,
         request: rmcp::model::CallToolRequestParams,
         context: rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        let mut request = request;
+        if let (Some(tool), Some(arguments)) = (
+            self.tool_router.get(&request.name),
+            request.arguments.as_mut(),
+        ) {
+            mcp_schema::coerce_arguments(&tool.input_schema, arguments).map_err(|why| {
+                ErrorData::invalid_params(
+                    format!("invalid arguments for {}: {why}", request.name),
+                    Some(json!({"tool": request.name})),
+                )
+            })?;
+        }
         check_arguments(&request.name, request.arguments.as_ref())?;
         let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
         self.tool_router.call(call).await
@@ -312,24 +342,72 @@ fn check_arguments(
     })
 }
 
-/// Serves MCP on stdin/stdout until the client closes the connection.
+/// Serves MCP on stdin/stdout until the client closes the connection. Lines
+/// pass through [`mcp_wire`] first, so every line gets an answer.
 pub fn serve_stdio(service: MemoryService) -> crate::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| crate::Error::io("tokio runtime", e))?;
+    let stdio_error = |e: String| crate::Error::io("stdio", std::io::Error::other(e));
     runtime.block_on(async {
+        let (client_end, server_end) = tokio::io::duplex(1 << 16);
+        let (server_read, server_write) = tokio::io::split(server_end);
+        let (client_read, client_write) = tokio::io::split(client_end);
+        let stdout = Arc::new(tokio::sync::Mutex::new(tokio::io::stdout()));
+        let from_client = tokio::spawn(mcp_wire::pump_client(
+            tokio::io::stdin(),
+            client_write,
+            Arc::clone(&stdout),
+        ));
+        let to_client = tokio::spawn(mcp_wire::pump_server(client_read, stdout));
         let server = MemoryServer::new(service)
-            .serve(rmcp::transport::stdio())
+            .serve((server_read, server_write))
             .await
-            .map_err(|e| crate::Error::io("stdio", std::io::Error::other(e.to_string())))?;
+            .map_err(|e| stdio_error(e.to_string()))?;
         server
             .waiting()
             .await
-            .map_err(|e| crate::Error::io("stdio", std::io::Error::other(e.to_string())))?;
+            .map_err(|e| stdio_error(e.to_string()))?;
+        from_client.abort();
+        // The server's last answers are still in the pipe: write them out.
+        let _ = to_client.await;
         Ok(())
     })
+}
+
+/// The router with the schemas clients read: tidied input schemas and an
+/// output schema for every tool (see `mcp_schema`).
+fn with_client_schemas(mut router: ToolRouter<MemoryServer>) -> ToolRouter<MemoryServer> {
+    for route in router.map.values_mut() {
+        let tool = &mut route.attr;
+        tool.input_schema = Arc::new(mcp_schema::tidy_input_schema(&tool.input_schema));
+        tool.output_schema = mcp_schema::output_schema(&tool.name).map(Arc::new);
+    }
+    router
+}
+
+/// memory_search in OpenClaw's payload shape (`format: "openclaw"`): each hit
+/// keeps its stored file path and lines when it has them (the QMD surface).
+fn openclaw_answer(
+    service: &MemoryService,
+    response: &SearchResponse,
+) -> crate::Result<CallToolResult> {
+    let searcher = service.store().reader()?.searcher();
+    let sources = response
+        .results
+        .iter()
+        .map(|hit| {
+            Ok(
+                crate::store::get_record(&searcher, service.store().fields(), &hit.id)?
+                    .map(|record| record.source),
+            )
+        })
+        .collect::<crate::Result<Vec<_>>>()?;
+    let payload = openclaw::search_payload(response, &sources);
+    let text = serde_json::to_string_pretty(&payload).unwrap_or_default();
+    Ok(answer(payload, text))
 }
 
 /// Runs store work on the blocking pool; library errors become `isError` results.

@@ -205,6 +205,7 @@ impl MemoryService {
         for (i, hit) in response.results.iter_mut().enumerate() {
             hit.rank = i + 1;
         }
+        crate::upkeep::after_read(&self.store, response.records_without_vector);
         Ok(response)
     }
 
@@ -217,7 +218,8 @@ impl MemoryService {
         lines: Option<usize>,
     ) -> Result<Option<Drilldown>> {
         let searcher = self.store.reader()?.searcher();
-        let Some(record) = crate::store::get_record(&searcher, self.store.fields(), id)? else {
+        // Through the store, so the read is counted like a CLI `get`.
+        let Some(record) = self.store.get(id)? else {
             // Not live: an archived record comes back alone (its messages, if
             // any are left after pruning, are archived too; `restore` brings
             // them back).
@@ -310,15 +312,21 @@ impl MemoryService {
             return Err(Error::Input(InputErrors(problems)));
         }
         let mut embedder = self.embedder.clone();
+        let batch = crate::store::add::ReadBatch {
+            records,
+            ..Default::default()
+        };
         let outcome = add_and_settle(
             &self.store,
-            records,
+            batch,
             embedder.as_mut().map(|e| e as &mut dyn Embedder),
             self.store.lock_timeout(None),
+            std::time::Instant::now(),
         )?;
-        // The write succeeded; the retention check only logs its failures.
-        if let Err(e) = crate::archive::policy::maintain_after_write(&self.store) {
-            eprintln!("knowledge-db: the retention check after memory_add failed: {e}");
+        // The write succeeded; the upkeep (vectors, retention) only logs its failures.
+        let waiting = outcome.summary.report.without_vector as u64;
+        if let Some(line) = crate::upkeep::after_write(&self.store, Some(waiting)) {
+            eprintln!("knowledge-db: after memory_add: {line}");
         }
         Ok(outcome)
     }

@@ -498,6 +498,27 @@ pub fn parse_time(text: &str) -> Option<i64> {
         .map(|d| d.midnight().assume_utc().unix_timestamp())
 }
 
+/// Unix milliseconds of an RFC 3339 time (fractions of a second kept), else
+/// of any time [`parse_time`] reads.
+pub fn parse_time_millis(text: &str) -> Option<i64> {
+    match OffsetDateTime::parse(text.trim(), &Rfc3339) {
+        Ok(t) => Some((t.unix_timestamp_nanos() / 1_000_000) as i64),
+        Err(_) => parse_time(text).map(|secs| secs.saturating_mul(1000)),
+    }
+}
+
+/// RFC 3339 text of Unix milliseconds, with the milliseconds
+/// (`2026-01-05T10:42:00.125Z`).
+pub fn format_time_millis(millis: i64) -> String {
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(format).ok())
+        .unwrap_or_else(|| format_time(millis.div_euclid(1000)))
+}
+
 /// RFC 3339 text of Unix seconds.
 pub fn format_time(secs: i64) -> String {
     OffsetDateTime::from_unix_timestamp(secs)

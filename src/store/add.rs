@@ -14,6 +14,7 @@ use serde::Serialize;
 use super::{AddReport, Store};
 use crate::embed::Embedder;
 use crate::error::{Error, InputErrors, Result};
+use crate::export::{is_export_line, parse_line, restore_imported, Imported};
 use crate::record::input::read_paths;
 use crate::record::{parse_record, ParseOptions, Record};
 
@@ -28,30 +29,64 @@ pub struct AddSummary {
     pub seconds: f64,
 }
 
+/// Records read and validated from input files, not yet written.
+#[derive(Debug, Default)]
+pub struct ReadBatch {
+    /// Records as callers write them.
+    pub records: Vec<Record>,
+    /// Records of `knowledge-db export` lines, restored as they were.
+    pub imported: Vec<Imported>,
+    pub bytes: u64,
+    pub skipped_files: Vec<PathBuf>,
+}
+
+impl ReadBatch {
+    pub fn len(&self) -> usize {
+        self.records.len() + self.imported.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Reads and validates records from `paths` (`-` is `stdin`) without writing.
+/// Export lines (see [`crate::export`]) are read as the records they were.
 pub fn read_records(
     store: &Store,
     paths: &[PathBuf],
     stdin: &mut dyn Read,
     options: &ParseOptions,
-) -> Result<(Vec<Record>, u64, Vec<PathBuf>)> {
+) -> Result<ReadBatch> {
     let read = read_paths(paths, stdin, store.config().limits.max_record_bytes);
     let mut errors = read.errors;
-    let mut records = Vec::with_capacity(read.records.len());
+    let mut batch = ReadBatch {
+        bytes: read.bytes,
+        skipped_files: read.skipped_files,
+        ..ReadBatch::default()
+    };
     for raw in read.records {
+        if is_export_line(&raw.value) {
+            match parse_line(raw.value, &raw.origin) {
+                Ok(imported) => batch.imported.push(imported),
+                Err(e) => errors.push(e),
+            }
+            continue;
+        }
         match parse_record(raw.value, &raw.origin, options) {
-            Ok(record) => records.push(record),
+            Ok(record) => batch.records.push(record),
             Err(e) => errors.push(e),
         }
     }
     if !errors.is_empty() {
         return Err(Error::Input(InputErrors(errors)));
     }
-    crate::record::context::link_previous_turns(&mut records);
-    Ok((records, read.bytes, read.skipped_files))
+    crate::record::context::link_previous_turns(&mut batch.records);
+    Ok(batch)
 }
 
-/// Reads, validates and adds records from `paths` as one commit.
+/// Reads, validates and adds records from `paths`: the records as one commit,
+/// export lines restored as they were (see [`crate::export`]).
 pub fn add_paths(
     store: &Store,
     paths: &[PathBuf],
@@ -61,14 +96,32 @@ pub fn add_paths(
     lock_timeout: Duration,
 ) -> Result<AddSummary> {
     let started = Instant::now();
-    let (records, bytes_read, skipped_files) = read_records(store, paths, stdin, options)?;
-    let count = records.len();
-    let report = store.add(records, embedder, lock_timeout)?;
+    let batch = read_records(store, paths, stdin, options)?;
+    add_batch(store, batch, embedder, lock_timeout, started)
+}
+
+/// Writes a batch [`read_records`] read, as [`add_paths`] does, for callers
+/// that look at the records before they are written; `started` is when the
+/// reading began (for the summary's time).
+pub fn add_batch(
+    store: &Store,
+    batch: ReadBatch,
+    mut embedder: Option<&mut dyn Embedder>,
+    lock_timeout: Duration,
+    started: Instant,
+) -> Result<AddSummary> {
+    let count = batch.len();
+    let reborrowed = embedder.as_mut().map(|e| &mut **e as &mut dyn Embedder);
+    let mut report = store.add(batch.records, reborrowed, lock_timeout)?;
+    if !batch.imported.is_empty() {
+        let restored = restore_imported(store, batch.imported, embedder, lock_timeout)?;
+        report.absorb(&restored);
+    }
     Ok(AddSummary {
         records: count,
         report,
-        bytes_read,
-        skipped_files,
+        bytes_read: batch.bytes,
+        skipped_files: batch.skipped_files,
         seconds: started.elapsed().as_secs_f64(),
     })
 }

@@ -28,6 +28,30 @@ pub struct Config {
     pub embedding: Embedding,
     #[serde(default)]
     pub retention: Retention,
+    #[serde(default)]
+    pub upkeep: Upkeep,
+}
+
+/// The background upkeep (see `crate::upkeep`): vectors for records written
+/// without one, the access-log fold, the retention policy, crash recovery.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Upkeep {
+    /// Writers start a background worker when work is pending. Off (or
+    /// `KNOWLEDGE_DB_UPKEEP=off`): writes apply the retention policy
+    /// themselves and `knowledge-db upkeep` (or `embed`) does the rest.
+    pub enabled: bool,
+    /// Records embedded and committed at a time.
+    pub embed_batch: usize,
+}
+
+impl Default for Upkeep {
+    fn default() -> Self {
+        Upkeep {
+            enabled: true,
+            embed_batch: 256,
+        }
+    }
 }
 
 /// When `maintain` moves records down the tiers. Durations: `30m`, `12h`, `7d`, `2w`.
@@ -187,6 +211,7 @@ impl Config {
             ranking: Ranking::default(),
             embedding: Embedding::default(),
             retention: Retention::default(),
+            upkeep: Upkeep::default(),
         }
     }
 

@@ -90,6 +90,20 @@ pub struct AddReport {
     pub duplicate_ids: Vec<String>,
 }
 
+impl AddReport {
+    /// Adds another write's counts to these (one `add` that wrote in steps).
+    pub fn absorb(&mut self, other: &AddReport) {
+        self.added += other.added;
+        self.updated += other.updated;
+        self.unchanged += other.unchanged;
+        self.embedded += other.embedded;
+        self.vectors_reused += other.vectors_reused;
+        self.without_vector += other.without_vector;
+        self.duplicate_ids
+            .extend(other.duplicate_ids.iter().cloned());
+    }
+}
+
 /// Where the time of one `add` went, phase by phase (`bench run` reports it).
 /// Tokenizing and inverting run on tantivy's indexing threads while documents
 /// are handed to them, so they fall in `index_seconds` and, for the last
@@ -121,6 +135,7 @@ pub struct DeleteReport {
 pub struct Stats {
     pub store: PathBuf,
     pub format_version: u32,
+    /// Records in both tiers (L2 and the archive); `tiers` has each.
     pub records: u64,
     pub by_kind: BTreeMap<String, u64>,
     pub by_tier: BTreeMap<String, u64>,
@@ -225,9 +240,21 @@ impl Store {
 
     fn writer(&self, timeout: Duration) -> Result<(WriterLock, IndexWriter)> {
         let lock = WriterLock::acquire(&self.root.join("LOCK"), timeout)?;
+        self.finish_interrupted(&lock)?;
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
         let writer = clean_writer(&self.index, threads, WRITER_HEAP_BYTES)?;
         Ok((lock, writer))
+    }
+
+    /// Finishes a tier operation (archive, restore, prune, supersede) that a
+    /// crash interrupted: its journal is still there. Every writer does this
+    /// first, so nobody has to run `repair` after a kill; with no journal it
+    /// costs one `stat`.
+    fn finish_interrupted(&self, lock: &WriterLock) -> Result<()> {
+        if crate::archive::Archive::new(&self.root).has_journal() {
+            crate::archive::ops::recover(self, lock)?;
+        }
+        Ok(())
     }
 
     /// Adds or replaces records by id, as one atomic commit.
@@ -255,6 +282,19 @@ impl Store {
         embedder: Option<&mut dyn Embedder>,
         lock_timeout: Duration,
     ) -> Result<(AddReport, AddPhases)> {
+        self.add_with_vectors(records, HashMap::new(), embedder, lock_timeout)
+    }
+
+    /// [`Store::add_timed`] with vectors the caller already has, by the hash of
+    /// the text they were computed from (`crate::embed::text::text_hash`), as an
+    /// export carries them: such texts are never embedded again.
+    pub fn add_with_vectors(
+        &self,
+        records: Vec<Record>,
+        known_vectors: HashMap<u64, Vec<f32>>,
+        embedder: Option<&mut dyn Embedder>,
+        lock_timeout: Duration,
+    ) -> Result<(AddReport, AddPhases)> {
         let mut phases = AddPhases::default();
         let mut clock = Instant::now();
         let mut lap = || {
@@ -271,7 +311,8 @@ impl Store {
         let snapshot = self.reader()?.searcher();
         let changed = self.changed_records(&snapshot, records, &mut report)?;
         phases.prepare_seconds = lap();
-        let vectors = self.vectors_for(&snapshot, &changed, embedder, &mut report)?;
+        let vectors =
+            self.vectors_for(&snapshot, &changed, known_vectors, embedder, &mut report)?;
         drop(snapshot);
         phases.embed_seconds = lap();
 
@@ -375,12 +416,13 @@ impl Store {
         &self,
         searcher: &Searcher,
         records: &[(Record, u64)],
+        mut known: HashMap<u64, Vec<f32>>,
         embedder: Option<&mut dyn Embedder>,
         report: &mut AddReport,
     ) -> Result<Vec<VectorField>> {
         let texts: Vec<String> = records.iter().map(|(r, _)| embedding_text(r)).collect();
         let hashes: Vec<u64> = texts.iter().map(|t| text_hash(t)).collect();
-        let mut known: HashMap<u64, Vec<f32>> = HashMap::new();
+        known.retain(|_, v| v.len() == crate::embed::DIM);
         for &hash in &hashes {
             if let std::collections::hash_map::Entry::Vacant(slot) = known.entry(hash) {
                 if let Some(v) = self.stored_vector(searcher, hash)? {
@@ -434,6 +476,17 @@ impl Store {
             .get_first(self.fields.embedding)
             .and_then(|v| v.as_bytes())
             .and_then(|b| crate::vectors::decode(b, crate::embed::DIM)))
+    }
+
+    /// How many live records wait for a vector, counted through the index's
+    /// `has_vector` term (no scan of the records).
+    pub fn records_without_vector(&self) -> Result<u64> {
+        let searcher = self.reader()?.searcher();
+        let missing = TermQuery::new(
+            Term::from_field_u64(self.fields.has_vector, 0),
+            IndexRecordOption::Basic,
+        );
+        Ok(searcher.search(&missing, &tantivy::collector::Count)? as u64)
     }
 
     /// Computes vectors for records stored without one, `batch` records per commit.
@@ -513,6 +566,7 @@ impl Store {
         let vectors = self.vectors_for(
             &snapshot,
             &with_hashes,
+            HashMap::new(),
             Some(embedder),
             &mut AddReport::default(),
         )?;
@@ -552,57 +606,24 @@ impl Store {
         Ok(report)
     }
 
-    /// The record with this id, if any.
-    /// Reading is logged for the retention policy (see `crate::archive::access`).
+    /// The record with this id, if any, with the reads not yet folded into
+    /// its stored counts added (see `crate::archive::access`). The read itself
+    /// is logged: the next `get` counts it.
     pub fn get(&self, id: &str) -> Result<Option<Record>> {
         let searcher = self.reader()?.searcher();
-        let record = get_record(&searcher, &self.fields, id)?;
-        if record.is_some() {
-            crate::archive::access::log(&self.root, &[id]);
-        }
-        Ok(record)
+        let Some(mut record) = get_record(&searcher, &self.fields, id)? else {
+            return Ok(None);
+        };
+        crate::archive::access::Pending::read(&self.root)?.apply(&mut record);
+        crate::archive::access::log(&self.root, &[id]);
+        Ok(Some(record))
     }
 
-    /// Record counts by kind, tier and namespace, and index size on disk.
+    /// Record counts by kind, tier and namespace over both tiers, and sizes on
+    /// disk.
     pub fn stats(&self) -> Result<Stats> {
         let searcher = self.reader()?.searcher();
-        let mut by_kind = BTreeMap::new();
-        let mut by_tier = BTreeMap::new();
-        let mut by_namespace = BTreeMap::new();
-        let (mut oldest, mut newest): (Option<i64>, Option<i64>) = (None, None);
-        for segment in searcher.segment_readers() {
-            let fast = segment.fast_fields();
-            let columns = [
-                (fast.str("kind")?, &mut by_kind),
-                (fast.str("tier")?, &mut by_tier),
-                (fast.str("namespace")?, &mut by_namespace),
-            ];
-            let times = fast.date("timestamp")?;
-            for (column, counts) in columns {
-                let Some(column) = column else { continue };
-                let mut per_ord: HashMap<u64, u64> = HashMap::new();
-                for doc in segment.doc_ids_alive() {
-                    for ord in column.term_ords(doc) {
-                        *per_ord.entry(ord).or_default() += 1;
-                    }
-                }
-                let mut name = String::new();
-                for (ord, count) in per_ord {
-                    name.clear();
-                    column
-                        .ord_to_str(ord, &mut name)
-                        .map_err(|e| Error::io(self.root.join("text"), e))?;
-                    *counts.entry(name.clone()).or_default() += count;
-                }
-            }
-            for doc in segment.doc_ids_alive() {
-                if let Some(t) = times.first(doc) {
-                    let secs = t.into_timestamp_secs();
-                    oldest = Some(oldest.map_or(secs, |o| o.min(secs)));
-                    newest = Some(newest.map_or(secs, |n| n.max(secs)));
-                }
-            }
-        }
+        let l2 = crate::index::ColumnCounts::of(&searcher)?;
         let text_index_bytes = dir_size(&self.root.join("text"));
         let vector_files_bytes = dir_size(&self.root.join("vectors"));
         let l2_tier = crate::archive::TierStats {
@@ -612,25 +633,27 @@ impl Store {
             archive_files_bytes: None,
             index_bytes: None,
             compression_ratio: None,
-            oldest: oldest.map(crate::record::parse::format_time),
-            newest: newest.map(crate::record::parse::format_time),
+            oldest: l2.oldest.map(crate::record::parse::format_time),
+            newest: l2.newest.map(crate::record::parse::format_time),
         };
-        let tiers = vec![l2_tier, crate::archive::l3_stats(&self.root)?];
+        let (l3_tier, l3) = crate::archive::l3_stats(&self.root)?;
+        let mut all = l2;
+        all.merge(&l3);
         Ok(Stats {
-            tiers,
             store: self.root.clone(),
             format_version: self.config.format_version,
-            records: searcher.num_docs(),
-            by_kind,
-            by_tier,
-            by_namespace,
+            records: l2_tier.records + l3_tier.records,
+            by_kind: all.by_kind,
+            by_tier: all.by_tier,
+            by_namespace: all.by_namespace,
             text_index_bytes,
             segments: searcher.segment_readers().len(),
+            oldest: all.oldest.map(crate::record::parse::format_time),
+            newest: all.newest.map(crate::record::parse::format_time),
             vectors: crate::vectors::coverage(&searcher)?,
             vector_files_bytes,
             vector_graphs: crate::vectors::graph_count(&self.root),
-            oldest: oldest.map(crate::record::parse::format_time),
-            newest: newest.map(crate::record::parse::format_time),
+            tiers: vec![l2_tier, l3_tier],
         })
     }
 }

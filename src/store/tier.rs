@@ -60,9 +60,25 @@ impl Store {
     pub fn l2_records(
         &self,
         searcher: &Searcher,
-        mut keep: impl FnMut(&Record) -> bool,
+        keep: impl FnMut(&Record) -> bool,
     ) -> Result<Vec<L2Record>> {
         let mut out = Vec::new();
+        self.for_each_l2_record(searcher, keep, |l2| {
+            out.push(l2);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Calls `each` with every live L2 record that `keep` accepts, one at a
+    /// time (memory stays flat however large the store), with hash and
+    /// embedding. `keep` sees the record before its embedding is decoded.
+    pub fn for_each_l2_record(
+        &self,
+        searcher: &Searcher,
+        mut keep: impl FnMut(&Record) -> bool,
+        mut each: impl FnMut(L2Record) -> Result<()>,
+    ) -> Result<()> {
         for (ord, segment) in searcher.segment_readers().iter().enumerate() {
             let hashes = segment.fast_fields().u64("hash")?;
             let text_hashes = segment.fast_fields().u64("text_hash")?;
@@ -77,17 +93,17 @@ impl Store {
                     .get_first(self.fields.embedding)
                     .and_then(|v| v.as_bytes())
                     .and_then(|b| crate::vectors::decode(b, crate::embed::DIM));
-                out.push(L2Record {
+                each(L2Record {
                     record,
                     hash: hashes.first(doc).unwrap_or(0),
                     vector: VectorField {
                         text_hash: text_hashes.first(doc).unwrap_or(0),
                         embedding,
                     },
-                });
+                })?;
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The live L2 records with these ids (unknown ids are skipped).
@@ -184,6 +200,7 @@ impl Store {
         self.vectors_for(
             &searcher,
             &with_hashes,
+            Default::default(),
             embedder,
             &mut super::AddReport::default(),
         )

@@ -535,6 +535,22 @@ fn segment_file(dir: &Path, segment: &SegmentReader) -> PathBuf {
     dir.join(format!("{}.vec", segment.segment_id().uuid_string()))
 }
 
+/// How many segments with vectors have no vector file of the right size: a
+/// writer was stopped between its commit and writing them (cheap: one `stat`
+/// per segment; readers and the upkeep build them).
+pub fn missing_files(root: &Path, searcher: &Searcher, dim: usize) -> Result<usize> {
+    let dir = root.join("vectors");
+    let mut missing = 0;
+    for segment in searcher.segment_readers() {
+        let expected = (HEADER + segment.max_doc() as usize * dim * 4) as u64;
+        let present = fs::metadata(segment_file(&dir, segment)).is_ok_and(|m| m.len() == expected);
+        if !present && has_any_vector(segment)? {
+            missing += 1;
+        }
+    }
+    Ok(missing)
+}
+
 /// Whether any record of the segment (live or deleted) was stored with a vector.
 fn has_any_vector(segment: &SegmentReader) -> Result<bool> {
     Ok(segment.fast_fields().u64("has_vector")?.max_value() > 0)

@@ -35,6 +35,9 @@ impl TestStore {
         let mut cmd = Command::cargo_bin("knowledge-db").expect("binary");
         cmd.arg("--store").arg(self.path());
         cmd.env_remove("KNOWLEDGE_DB_HOME");
+        // No background upkeep: tests see exactly what their commands did
+        // (tests/upkeep.rs turns it on).
+        cmd.env("KNOWLEDGE_DB_UPKEEP", "off");
         cmd
     }
 

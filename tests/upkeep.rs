@@ -1,0 +1,322 @@
+//! The background upkeep, end to end with the real binary and model: a write
+//! starts one worker that computes the missing vectors, folds the access log
+//! and applies the retention policy, then exits; a worker killed with SIGKILL
+//! at any moment loses nothing and the next one resumes; one worker at a
+//! time; a failing worker backs off; off means off.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{samples, TestStore};
+use serde_json::Value;
+
+/// `knowledge-db --store S` with the upkeep on (the other tests turn it off).
+fn on(store: &TestStore) -> assert_cmd::Command {
+    let mut cmd = store.cmd();
+    cmd.env("KNOWLEDGE_DB_UPKEEP", "on");
+    cmd
+}
+
+fn status(store: &TestStore) -> Value {
+    store.json(&["upkeep", "--status"])
+}
+
+/// Polls until `done` holds, or fails after `limit`.
+fn wait_until(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn vectors_waiting(store: &TestStore) -> u64 {
+    store.json(&["stats"])["vectors"]["without_vector"]
+        .as_u64()
+        .unwrap()
+}
+
+/// The stored JSON of every record, by id (what a crash must not change).
+fn contents(store: &TestStore) -> Vec<(String, Value)> {
+    let lines = store
+        .cmd()
+        .args(["export", "--no-vectors", "--tier", "l2"])
+        .output()
+        .unwrap();
+    assert!(lines.status.success());
+    let mut out: Vec<(String, Value)> = String::from_utf8(lines.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (v["id"].as_str().unwrap().to_string(), v["source"].clone())
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+#[test]
+fn a_write_starts_one_worker_that_computes_the_vectors_and_exits() {
+    let store = TestStore::new();
+    on(&store)
+        .args(["add", "--embed", "later"])
+        .arg(samples())
+        .assert()
+        .success();
+    let waiting_at_first = store.json(&["stats"])["records"].as_u64().unwrap();
+    assert!(waiting_at_first > 0);
+    wait_until(Duration::from_secs(180), "the vectors", || {
+        vectors_waiting(&store) == 0 && status(&store)["running"] == false
+    });
+    let status = status(&store);
+    let run = &status["last_run"];
+    assert_eq!(run["embedded"].as_u64(), Some(waiting_at_first), "{status}");
+    assert!(status["last_error"].is_null(), "{status}");
+    store.cmd().arg("verify").assert().success();
+    // Hybrid search now covers every record.
+    let found = store.json(&["search", "users kept getting signed out"]);
+    assert!(found["records_without_vector"].is_null(), "{found}");
+}
+
+#[test]
+fn reads_are_folded_and_the_policy_applied_without_cron() {
+    let store = TestStore::new();
+    store
+        .cmd()
+        .args(["add", "--embed", "later"])
+        .arg(samples())
+        .assert()
+        .success();
+    // A big access log (as after many searches) is folded in the background.
+    let line = format!("{}\tseg-auth-0001\n", 1_767_609_720_000_i64);
+    std::fs::write(store.path().join("access.log"), line.repeat(3000)).unwrap();
+    on(&store)
+        .args(["search", "--mode", "bm25", "oauth2.py"])
+        .assert()
+        .success();
+    wait_until(Duration::from_secs(60), "the fold", || {
+        !store.path().join("access.log").exists() && status(&store)["running"] == false
+    });
+    let record = store.json(&["get", "seg-auth-0001"]);
+    assert_eq!(record["access_count"].as_u64(), Some(3001), "{record}");
+
+    // A policy that makes everything due: the next write's worker archives.
+    store.set_config(&[
+        ("archive_idle_for", "\"0s\""),
+        ("archive_older_than", "\"0s\""),
+    ]);
+    let note = store.write("n.json", br#"{"id":"late","text":"a late note"}"#);
+    on(&store)
+        .args(["add", "--embed", "later"])
+        .arg(&note)
+        .assert()
+        .success();
+    wait_until(Duration::from_secs(120), "the archive", || {
+        let stats = store.json(&["stats"]);
+        stats["by_tier"]["l2"].is_null() && status(&store)["running"] == false
+    });
+    assert_eq!(store.json(&["get", "late"])["tier"], "l3");
+    store.cmd().arg("verify").assert().success();
+}
+
+#[test]
+fn a_worker_killed_at_any_moment_loses_nothing_and_the_next_resumes() {
+    let store = TestStore::new();
+    // Enough records that kills land while batches are embedded and committed.
+    let mut lines = String::new();
+    for i in 0..300 {
+        lines.push_str(&format!(
+            "{{\"id\":\"n{i}\",\"title\":\"note {i}\",\"text\":\"retry the sync worker {i} with backoff; cache key {i} expired\"}}\n"
+        ));
+    }
+    let input = store.write("notes.jsonl", lines.as_bytes());
+    store
+        .cmd()
+        .args(["add", "--embed", "later"])
+        .arg(&input)
+        .assert()
+        .success();
+    store.set_config(&[("embed_batch", "32")]);
+    let before = contents(&store);
+    let bin = assert_cmd::cargo::cargo_bin("knowledge-db");
+    let rounds: u64 = std::env::var("KNOWLEDGE_DB_CRASH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(6);
+    let mut seed = 0x51ed_270b_u64;
+    let mut progressed = Vec::new();
+    for round in 0..rounds {
+        let waiting = vectors_waiting(&store);
+        if waiting == 0 {
+            break;
+        }
+        let mut worker = Command::new(&bin)
+            .arg("--store")
+            .arg(store.path())
+            .args(["upkeep", "--background"])
+            .env_remove("KNOWLEDGE_DB_HOME")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        // Half the kills land early (loading the model, the first batch);
+        // the others after the worker has committed a batch, whatever the
+        // machine's speed, at a random moment of a later batch.
+        if round % 2 == 1 {
+            wait_until(Duration::from_secs(300), "a committed batch", || {
+                vectors_waiting(&store) < waiting
+            });
+        }
+        std::thread::sleep(Duration::from_millis(seed % 1500));
+        let _ = worker.kill(); // SIGKILL
+        let _ = worker.wait();
+        let context = format!("round {round}");
+        // A kill between a commit and its vector files leaves those files to
+        // build: the next worker (or a hybrid search) builds them from the
+        // stored embeddings; nothing else may be wrong.
+        let verified = store.cmd().args(["verify", "--json"]).output().unwrap();
+        let report: Value = serde_json::from_slice(&verified.stdout).unwrap();
+        for check in report["checks"].as_array().unwrap() {
+            let pending = check["name"] == "vector files"
+                && check["detail"].as_str().unwrap().starts_with("0 damaged");
+            assert!(check["ok"] == true || pending, "{context}: {check}");
+        }
+        assert_eq!(contents(&store), before, "{context}: a record changed");
+        let stats = store.json(&["stats"]);
+        let (with, without) = (
+            stats["vectors"]["with_vector"].as_u64().unwrap(),
+            stats["vectors"]["without_vector"].as_u64().unwrap(),
+        );
+        assert_eq!(with + without, 300, "{context}: {stats}");
+        progressed.push(waiting - without);
+    }
+    // The status of a killed worker says it is not running (the lock says so).
+    assert_eq!(status(&store)["running"], false);
+    // The next worker finishes the job, vector files included: no repair.
+    on(&store).arg("upkeep").assert().success();
+    assert_eq!(vectors_waiting(&store), 0);
+    store.cmd().arg("verify").assert().success();
+    assert_eq!(contents(&store), before);
+    assert!(
+        progressed.iter().any(|&n| n > 0),
+        "no round got anywhere: {progressed:?}"
+    );
+    eprintln!("vectors committed per killed worker: {progressed:?}");
+}
+
+#[test]
+fn one_worker_at_a_time() {
+    let store = TestStore::new();
+    let mut lines = String::new();
+    for i in 0..200 {
+        lines.push_str(&format!(
+            "{{\"id\":\"n{i}\",\"text\":\"note number {i}\"}}\n"
+        ));
+    }
+    let input = store.write("notes.jsonl", lines.as_bytes());
+    store
+        .cmd()
+        .args(["add", "--embed", "later"])
+        .arg(&input)
+        .assert()
+        .success();
+    let bin = assert_cmd::cargo::cargo_bin("knowledge-db");
+    let mut worker = Command::new(&bin)
+        .arg("--store")
+        .arg(store.path())
+        .args(["upkeep", "--background"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until(Duration::from_secs(60), "the worker", || {
+        status(&store)["running"] == true
+    });
+    let second = store.json(&["upkeep"]);
+    assert_eq!(second["another_worker"], true, "{second}");
+    // A nudge while it runs starts nobody.
+    let running = status(&store);
+    on(&store)
+        .args(["add", "--embed", "later"])
+        .arg(store.write("x.json", br#"{"id":"x","text":"one more"}"#))
+        .assert()
+        .success();
+    assert_eq!(status(&store)["pid"], running["pid"]);
+    worker.wait().unwrap();
+    // The record added while it ran got its vector too (the worker looked
+    // again before it exited).
+    wait_until(Duration::from_secs(60), "the last record", || {
+        vectors_waiting(&store) == 0 && status(&store)["running"] == false
+    });
+}
+
+#[test]
+fn a_worker_that_fails_is_not_restarted_at_every_write() {
+    let store = TestStore::new();
+    // A model folder whose files are there but unreadable as a model.
+    let fake = store.dir.path().join("fake-model");
+    std::fs::create_dir_all(&fake).unwrap();
+    for file in ["model.onnx", "tokenizer.json", "tokenizer_config.json"] {
+        std::fs::write(fake.join(file), b"not a model").unwrap();
+    }
+    let with_fake = |cmd: &mut assert_cmd::Command| {
+        cmd.env("KNOWLEDGE_DB_MODEL_DIR", &fake);
+    };
+    let mut add = on(&store);
+    with_fake(&mut add);
+    add.args(["add", "--embed", "later"])
+        .arg(store.write("a.json", br#"{"id":"a","text":"first"}"#))
+        .assert()
+        .success();
+    wait_until(Duration::from_secs(60), "the failure", || {
+        !status(&store)["last_error"].is_null() && status(&store)["running"] == false
+    });
+    let failed = status(&store);
+    assert!(
+        failed["last_error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("embedding model"),
+        "{failed}"
+    );
+    let mut again = on(&store);
+    with_fake(&mut again);
+    again
+        .args(["add", "--embed", "later"])
+        .arg(store.write("b.json", br#"{"id":"b","text":"second"}"#))
+        .assert()
+        .success();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        status(&store)["started_at"],
+        failed["started_at"],
+        "a worker was started again"
+    );
+    // `stats` says why the vectors wait.
+    let text = store.cmd().arg("stats").output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("last run failed"), "{text}");
+}
+
+#[test]
+fn off_means_off() {
+    let store = TestStore::new();
+    store
+        .cmd()
+        .env("KNOWLEDGE_DB_UPKEEP", "off")
+        .args(["add", "--embed", "later"])
+        .arg(samples())
+        .assert()
+        .success();
+    std::thread::sleep(Duration::from_millis(500));
+    let status = status(&store);
+    assert!(status["last_run"].is_null(), "{status}");
+    assert!(vectors_waiting(&store) > 0);
+    assert!(!store.path().join("upkeep/worker.lock").exists());
+}
