@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use serde_json::{json, Value};
 
-/// The settings.json hooks block of interop.md section 2, verbatim (what
-/// installs before absolute paths wrote).
+/// The settings.json hooks block of interop.md section 2 with the matcher of
+/// issue 18 (Bash and TodoWrite added): what installs before absolute paths wrote.
 fn interop_hooks() -> Value {
-    json!({"PostToolUse":[{"matcher":"Write|Edit|TaskCreate|TaskUpdate","hooks":[{"type":"command","command":"knowledge-db hook post-tool-use","timeout":30}]}],
+    json!({"PostToolUse":[{"matcher":"Bash|Write|Edit|TaskCreate|TaskUpdate|TodoWrite","hooks":[{"type":"command","command":"knowledge-db hook post-tool-use","timeout":30}]}],
      "PreCompact":[{"matcher":"auto|manual","hooks":[{"type":"command","command":"knowledge-db hook pre-compact"}]}],
      "SessionStart":[{"matcher":"compact","hooks":[{"type":"command","command":"knowledge-db hook session-start"}]}]})
 }

@@ -144,8 +144,11 @@ def plain_session():
     s.tool("Bash", {"command": "pytest tests/test_oauth2.py -q"}, "5 passed in 0.41s")
     s.say("The OAuth token refresh now uses the refresh token; tests/test_oauth2.py passes.")
     s.prompt("Next, speed up the database migrations: batch the inserts in migrations/0042_backfill.sql")
-    for i in range(14):
+    for i in range(20):
         s.tool("Read", {"file_path": CWD + "/migrations/0042_backfill.sql"}, "INSERT INTO invoices ...")
+        # Timed runs: Bash calls, on which the installed PostToolUse matcher fires.
+        s.tool("Bash", {"command": "psql -q -f migrations/0042_backfill.sql", "description": "Time the backfill"},
+               "Time: %d ms" % (9000 - 300 * i))
         s.say("Batching the invoice backfill inserts, chunk size experiment %d for the migration." % i)
     s.write("plain-session.jsonl.gz")
 

@@ -3,6 +3,8 @@
 //! `post-tool-use`, `pre-compact` and `session-start` are the hooks themselves
 //! (see `integrations::hooks`). A hook never fails the agent: any error is
 //! logged to `<store>/hooks/hooks.log` and the hook exits 0.
+//! `DISABLE_AUTO_CONTEXT_MANAGER=1` makes every hook a silent no-op;
+//! `FORCE_COMPRESSION_CHECK=1` makes `post-tool-use` skip its every-N-turns gate.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -12,7 +14,22 @@ use clap::{Args, Subcommand};
 
 use crate::integrations::claude_code::{plan, Install, Scope, Targets};
 use crate::integrations::doctor::{doctor, Outcome};
-use crate::integrations::hooks::{self, HookFiles, HookInput, HookSettings};
+use crate::integrations::hooks::{self, Gates, HookFiles, HookInput, HookSettings};
+
+/// Set to `1` (or `true`, `yes`), every hook does nothing and prints nothing.
+pub const DISABLE_ENV: &str = "DISABLE_AUTO_CONTEXT_MANAGER";
+/// Set to `1`, `post-tool-use` checks for cold items whatever the turn count.
+pub const FORCE_CHECK_ENV: &str = "FORCE_COMPRESSION_CHECK";
+
+/// Whether an environment switch is on.
+fn switch_on(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "1" | "true" | "yes" | "on"
+        )
+    })
+}
 
 #[derive(Debug, Subcommand)]
 pub enum HookCommand {
@@ -27,7 +44,8 @@ pub enum HookCommand {
     #[command(after_help = DOCTOR_HELP)]
     Doctor(DoctorArgs),
 
-    /// The PostToolUse hook: summarize cold tasks and topics into the store.
+    /// The PostToolUse hook: summarize cold tasks and topics, queue them, and ask
+    /// the agent to compress them.
     #[command(after_help = POST_TOOL_USE_HELP)]
     PostToolUse(PostToolUseArgs),
 
@@ -44,21 +62,30 @@ const POST_TOOL_USE_HELP: &str = "\
 Reads Claude Code's PostToolUse JSON on stdin (session_id, transcript_path, cwd, ...).
 Each call reads only the transcript's new bytes. Every --check-every assistant turns,
 when the context is at least --usage-threshold full (the transcript's usage figures,
-else an estimate against --context-window), it stores a summary of each cold task
-(completed more than --cold-after turns ago, not mentioned in the last --recent-turns
-turns) or, in sessions without task tools, each cold topic segment, queues it in
-<store>/hooks/<session>.queue.json and tells the agent (hookSpecificOutput JSON).
-Otherwise it prints nothing. Errors go to <store>/hooks/hooks.log; the exit code is 0.
-Defaults come from [hooks] in the store's config.toml.
+else an estimate against --context-window), it stores a rule-based summary of each
+cold task (completed more than --cold-after turns ago, not mentioned in the last
+--recent-turns turns) or, in sessions without task tools, each cold topic segment,
+queues it in {session_id}_pending.json ([hooks] queue_dir, default
+<store>/hooks/context_queue/) and asks the agent, in a hookSpecificOutput JSON, to
+read each queued turn range (`knowledge-db show`), compress it and save its own
+segment under the queued id (`knowledge-db add -`). A batch still pending is announced
+again after [hooks] remind_after_turns turns. Otherwise it prints nothing. Errors go
+to <store>/hooks/hooks.log; the exit code is 0. Defaults come from [hooks] in the
+store's config.toml.
+
+Environment: DISABLE_AUTO_CONTEXT_MANAGER=1 makes every hook a silent no-op;
+FORCE_COMPRESSION_CHECK=1 skips the every-N-turns gate (not the usage threshold).
 
 Examples:
   knowledge-db hook post-tool-use < hook-input.json
   knowledge-db hook post-tool-use --force --json < hook-input.json   # check now, print a report";
 
 const PRE_COMPACT_HELP: &str = "\
-Reads Claude Code's PreCompact JSON on stdin, summarizes what is cold (no gates), and
-saves the preservation block (active tasks, modified files, test commands, decisions,
-recent errors, git diff --stat, stored summaries) to <store>/hooks/<session>.preserve.json.
+Reads Claude Code's PreCompact JSON on stdin, summarizes and queues what is cold (no
+gates), and saves the preservation block (active tasks, modified files, test commands,
+decisions, recent errors, git diff --stat, stored summaries) to
+<store>/hooks/<session>.preserve.json. Queued items stay pending: only the agent's own
+segment, saved with `knowledge-db add -` or MCP memory_add, moves them to compressed.
 Prints nothing (PreCompact hooks cannot add context; `hook session-start` does).
 
 Example:
@@ -252,7 +279,11 @@ pub fn run(root: &Path, command: HookCommand) -> anyhow::Result<ExitCode> {
         HookCommand::Doctor(args) => run_doctor(root, args),
         HookCommand::PostToolUse(args) => Ok(as_hook(root, "post-tool-use", |input| {
             let settings = args.thresholds.settings(root)?;
-            let report = hooks::post_tool_use(root, input, &settings, args.force)?;
+            let gates = Gates {
+                force: args.force,
+                ignore_turns: switch_on(FORCE_CHECK_ENV),
+            };
+            let report = hooks::post_tool_use(root, input, &settings, gates)?;
             Ok(if args.json {
                 Some(serde_json::to_value(&report).map_err(std::io::Error::other)?)
             } else {
@@ -281,14 +312,20 @@ pub fn run(root: &Path, command: HookCommand) -> anyhow::Result<ExitCode> {
 
 /// Runs a hook the way Claude Code needs it: reads the input JSON from stdin,
 /// prints the JSON `body` returns (if any), and on any error logs it to
-/// `<store>/hooks/hooks.log`, says so on stderr, and still exits 0.
+/// `<store>/hooks/hooks.log`, says so on stderr, and still exits 0. With
+/// `DISABLE_AUTO_CONTEXT_MANAGER=1` it reads its input and does nothing else.
 fn as_hook(
     root: &Path,
     name: &str,
     body: impl FnOnce(&HookInput) -> anyhow::Result<Option<serde_json::Value>>,
 ) -> ExitCode {
-    let files = HookFiles::new(root);
     let mut raw = Vec::new();
+    if switch_on(DISABLE_ENV) {
+        // Read what Claude Code writes, so it never meets a closed pipe.
+        let _ = std::io::stdin().read_to_end(&mut raw);
+        return ExitCode::SUCCESS;
+    }
+    let files = HookFiles::new(root);
     let result = std::io::stdin()
         .read_to_end(&mut raw)
         .map_err(anyhow::Error::from)
@@ -310,9 +347,11 @@ fn as_hook(
             let session = serde_json::from_slice::<serde_json::Value>(&raw)
                 .ok()
                 .and_then(|v| v.get("session_id")?.as_str().map(str::to_string));
-            files.log_line(name, session.as_deref(), &format!("error: {e:#}"));
+            // Each cause once: an io error's text is already in its path error's.
+            let text = super::output::error_chain(&e);
+            files.log_line(name, session.as_deref(), &format!("error: {text}"));
             eprintln!(
-                "knowledge-db hook {name}: {e:#} (logged to {})",
+                "knowledge-db hook {name}: {text} (logged to {})",
                 files.log().display()
             );
         }

@@ -13,6 +13,7 @@ mod ingest;
 mod mcp;
 mod output;
 mod qmd;
+mod show;
 mod upkeep;
 mod verify;
 
@@ -31,7 +32,6 @@ use crate::search::batch::{read_queries, run_batch};
 use crate::search::fusion::Fusion;
 use crate::search::time::parse_bound;
 use crate::search::{Filters, Mode, RankOptions, SearchEngine, TierFilter};
-use crate::store::add::add_paths;
 use crate::store::{default_root, Store};
 
 const AFTER_HELP: &str = "\
@@ -97,6 +97,11 @@ enum Command {
     /// Delete records by id.
     #[command(after_help = "Example:\n  knowledge-db delete seg-0042 s1:3")]
     Delete(DeleteArgs),
+
+    /// Print the raw messages of a session's turns A-B (from the store, else
+    /// the transcript): what an agent reads to compress a queued segment.
+    #[command(after_help = show::AFTER_HELP)]
+    Show(show::ShowArgs),
 
     /// Write every record (L2 and the archive) as JSON lines that `add` takes
     /// back unchanged: a backup, or a move to another store or machine.
@@ -553,6 +558,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Search(args) => search(&root, args),
         Command::Get(args) => get(&root, args),
         Command::Delete(args) => delete(&root, args),
+        Command::Show(args) => show::run(&root, args),
         Command::Export(args) => export::run(&root, args),
         Command::Stats(args) => stats(&root, args.json),
         Command::Upkeep(args) => upkeep::run(&root, args),
@@ -639,19 +645,30 @@ fn add(root: &std::path::Path, args: AddArgs) -> anyhow::Result<ExitCode> {
         },
         EmbedWhen::Later => None,
     };
-    let summary = add_paths(
+    // A segment a queue waits for moves its queue entry (see hooks::queue).
+    let started = std::time::Instant::now();
+    let batch = crate::store::add::read_records(&store, &args.paths, &mut stdin, &options)?;
+    let outcome = crate::integrations::hooks::queue::add_and_settle(
         &store,
-        &args.paths,
-        &mut stdin,
-        &options,
+        batch,
         embedder.as_mut().map(|e| e.as_mut() as &mut dyn Embedder),
         store.lock_timeout(args.lock_timeout),
+        started,
     )?;
+    let summary = &outcome.summary;
     spinner.finish_and_clear();
     if args.json {
-        output::print_json(&summary)?;
+        let mut value = serde_json::to_value(summary)?;
+        value["compressed"] = serde_json::to_value(&outcome.compressed)?;
+        output::print_json(&value)?;
     } else {
-        output::print_add_summary(&summary);
+        output::print_add_summary(summary);
+        for line in crate::integrations::hooks::queue::arrival_lines(&outcome.compressed) {
+            println!("{line}");
+        }
+    }
+    if let Some(why) = &outcome.queue_error {
+        eprintln!("warning: the records were added, but the compression queue was not updated: {why} (the next hook call settles it)");
     }
     after_write(&store, None);
     Ok(ExitCode::SUCCESS)

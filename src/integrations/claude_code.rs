@@ -33,7 +33,7 @@ pub const NAME: &str = "knowledge-db";
 pub const HOOKS: [(&str, &str, &str, Option<u64>); 3] = [
     (
         "PostToolUse",
-        "Write|Edit|TaskCreate|TaskUpdate",
+        "Bash|Write|Edit|TaskCreate|TaskUpdate|TodoWrite",
         "post-tool-use",
         Some(30),
     ),

@@ -6,7 +6,10 @@
 //! - `memory_get {id | path, from?, lines?}` returns a record, and for a segment
 //!   or task one page of the raw messages of its turn range; or, for a file hit
 //!   of the QMD surface, the file's lines in OpenClaw's `memory_get` shape;
-//! - `memory_add {records}` adds records (all or nothing);
+//!   `memory_get {session, from, to?, lines?}` returns the raw messages of a
+//!   session's turns (what the compression reminder asks the agent to read);
+//! - `memory_add {records}` adds records (all or nothing); a segment the
+//!   compression queue waits for moves its entry to `compressed`;
 //! - `memory_stats` counts what the store holds.
 //!
 //! Each answer carries the payload twice, as MCP asks of structured tools: as
@@ -79,12 +82,17 @@ pub enum TierArg {
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct GetArgs {
-    /// Record id (from a memory_search result); give this or `path`
+    /// Record id (from a memory_search result); give this, `path` or `session`
     pub id: Option<String>,
     /// A file hit's path (`qmd://collection/file.md`) or a record id
     pub path: Option<String>,
-    /// First line of a file (1-based), or first turn of a record's messages
+    /// A session id: with `from` (and `to`), the raw messages of those turns
+    /// (assistant turns from 1, as the compression reminder gives them)
+    pub session: Option<String>,
+    /// First line of a file (1-based), or first turn of a record's or session's messages
     pub from: Option<u64>,
+    /// Last turn of a session's range (with `session`; default: the last turn)
+    pub to: Option<u64>,
     /// How many lines of a file, or how many messages (default 50)
     #[schemars(range(min = 1))]
     pub lines: Option<usize>,
@@ -158,7 +166,7 @@ impl MemoryServer {
     }
 
     #[tool(
-        description = "Read one memory item in full. With `id`: the record, and for a segment or task the raw messages of its session's turn range, paged with `from` (turn) and `lines` (count). With `path`: lines of a file hit (`from`, `lines`), as OpenClaw's memory_get."
+        description = "Read one memory item in full. With `id`: the record, and for a segment or task the raw messages of its session's turn range, paged with `from` (turn) and `lines` (count). With `session`, `from` and `to`: the raw messages of that session's turns (assistant turns from 1, as the compression reminder gives them), `lines` at a time. With `path`: lines of a file hit (`from`, `lines`), as OpenClaw's memory_get."
     )]
     async fn memory_get(
         &self,
@@ -167,9 +175,19 @@ impl MemoryServer {
         let service = Arc::clone(&self.service);
         let collections_file = self.collections_file.clone();
         blocking(move || {
-            match (args.id, args.path) {
-                (Some(id), None) => get_record(&service, &id, args.from, args.lines),
-                (None, Some(path)) => {
+            match (args.id, args.path, args.session) {
+                (None, None, Some(session)) => {
+                    let Some(from) = args.from else {
+                        return Ok(failure(
+                            "with `session`, give `from` (first turn, from 1) and optionally `to`",
+                        ));
+                    };
+                    let to = args.to.unwrap_or(u64::MAX);
+                    let range = service.session_turns(&session, from, to, args.lines)?;
+                    Ok(answer(range.to_json(), range.to_text()))
+                }
+                (Some(id), None, None) => get_record(&service, &id, args.from, args.lines),
+                (None, Some(path), None) => {
                     let collections = Collections::load(&collections_file)?;
                     match collections.resolve(&path) {
                         Some((file, shown)) => {
@@ -189,14 +207,14 @@ impl MemoryServer {
                         },
                     }
                 }
-                _ => Ok(failure("give exactly one of `id` or `path`")),
+                _ => Ok(failure("give exactly one of `id`, `path` or `session`")),
             }
         })
         .await
     }
 
     #[tool(
-        description = "Add or update records in long-term memory: an array of JSON objects (segments with segment_id, tasks with session_id+task_id, messages with role+text, notes with id+text). All or nothing: if one is invalid, nothing is written and every problem is listed."
+        description = "Add or update records in long-term memory: an array of JSON objects (segments with segment_id, tasks with session_id+task_id, messages with role+text, notes with id+text). All or nothing: if one is invalid, nothing is written and every problem is listed. A segment saved under an id the compression queue waits for replaces the rule-based summary and is reported with its token figures."
     )]
     async fn memory_add(
         &self,
@@ -207,15 +225,24 @@ impl MemoryServer {
         }
         let service = Arc::clone(&self.service);
         blocking(move || {
-            let report = service.add(args.records)?;
-            let text = format!(
+            let outcome = service.add(args.records)?;
+            let report = &outcome.summary.report;
+            let mut text = format!(
                 "added {}, updated {}, unchanged {} ({} without a vector)",
                 report.added, report.updated, report.unchanged, report.without_vector
             );
-            Ok(answer(
-                serde_json::to_value(&report).unwrap_or(Value::Null),
-                text,
-            ))
+            for line in super::hooks::queue::arrival_lines(&outcome.compressed) {
+                text.push('\n');
+                text.push_str(&line);
+            }
+            if let Some(why) = &outcome.queue_error {
+                text.push_str(&format!(
+                    "\nthe compression queue was not updated: {why} (the next hook call settles it)"
+                ));
+            }
+            let mut value = serde_json::to_value(report).unwrap_or(Value::Null);
+            value["compressed"] = serde_json::to_value(&outcome.compressed).unwrap_or(Value::Null);
+            Ok(answer(value, text))
         })
         .await
     }

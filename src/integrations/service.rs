@@ -16,11 +16,13 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::hooks::queue::{add_and_settle, AddOutcome};
+use super::hooks::turns::{self, TurnQuery};
 use crate::embed::{EmbedError, Embedder};
 use crate::error::{Error, InputError, InputErrors, Origin, Result};
 use crate::record::{parse_record, ParseOptions, Record, Tier};
 use crate::search::{Filters, Hit, Mode, RankOptions, SearchEngine, SearchResponse};
-use crate::store::{AddReport, Stats, Store};
+use crate::store::{Stats, Store};
 
 /// Most messages one drill-down returns when the caller gives no `lines`.
 pub const DEFAULT_PAGE: usize = 50;
@@ -247,6 +249,31 @@ impl MemoryService {
         if let Some((session, start, end)) = range {
             let first = from.unwrap_or(start).max(start);
             let page = lines.unwrap_or(DEFAULT_PAGE).max(1);
+            // A session the hooks followed numbers turns by assistant responses
+            // (their records and the compression queue do): read those turns.
+            if turns::has_turn_index(self.store.root(), &session) && first >= 1 {
+                let range = turns::read_turns(
+                    self.store.root(),
+                    &TurnQuery {
+                        session_id: session,
+                        from: first,
+                        to: end.max(first),
+                        limit: Some(page),
+                        max_chars: Some(turns::DEFAULT_MESSAGE_CHARS),
+                    },
+                )?;
+                out.messages = Some(
+                    range
+                        .messages
+                        .iter()
+                        .map(|m| serde_json::to_value(m).unwrap_or(Value::Null))
+                        .collect(),
+                );
+                out.from = Some(first);
+                out.next_from = range.next_from;
+                out.truncated = range.truncated;
+                return Ok(Some(out));
+            }
             let all = crate::store::browse::session_messages(
                 &searcher,
                 self.store.fields(),
@@ -265,8 +292,9 @@ impl MemoryService {
     }
 
     /// Adds records given as JSON values (all or nothing), embedding them when
-    /// the model is loaded.
-    pub fn add(&self, values: Vec<Value>) -> Result<AddReport> {
+    /// the model is loaded; a segment the compression queue waits for moves its
+    /// queue entry to `compressed` (see `hooks::queue::add_and_settle`).
+    pub fn add(&self, values: Vec<Value>) -> Result<AddOutcome> {
         let options = ParseOptions {
             added_at: crate::now_rfc3339(),
             ..ParseOptions::default()
@@ -284,18 +312,44 @@ impl MemoryService {
             return Err(Error::Input(InputErrors(problems)));
         }
         let mut embedder = self.embedder.clone();
-        let report = self.store.add(
+        let batch = crate::store::add::ReadBatch {
             records,
+            ..Default::default()
+        };
+        let outcome = add_and_settle(
+            &self.store,
+            batch,
             embedder.as_mut().map(|e| e as &mut dyn Embedder),
             self.store.lock_timeout(None),
+            std::time::Instant::now(),
         )?;
         // The write succeeded; the upkeep (vectors, retention) only logs its failures.
-        if let Some(line) =
-            crate::upkeep::after_write(&self.store, Some(report.without_vector as u64))
-        {
+        let waiting = outcome.summary.report.without_vector as u64;
+        if let Some(line) = crate::upkeep::after_write(&self.store, Some(waiting)) {
             eprintln!("knowledge-db: after memory_add: {line}");
         }
-        Ok(report)
+        Ok(outcome)
+    }
+
+    /// The raw messages of a session's turns `from..=to` (assistant turns, as
+    /// the compression queue gives them), `lines` messages at a time.
+    pub fn session_turns(
+        &self,
+        session: &str,
+        from: u64,
+        to: u64,
+        lines: Option<usize>,
+    ) -> Result<turns::TurnMessages> {
+        turns::read_turns(
+            self.store.root(),
+            &TurnQuery {
+                session_id: session.to_string(),
+                from,
+                to,
+                limit: Some(lines.unwrap_or(DEFAULT_PAGE)),
+                max_chars: Some(turns::DEFAULT_MESSAGE_CHARS),
+            },
+        )
     }
 
     pub fn stats(&self) -> Result<Stats> {

@@ -30,20 +30,46 @@ pub struct ParseOptions {
 /// A field-level problem found while deriving fields: (field, message).
 type FieldError = (String, String);
 
+/// The shape of a valid segment, shown with every problem found in one, so an
+/// agent that wrote it wrong can fix it in one go.
+pub const SEGMENT_EXAMPLE: &str = r#"{"segment_id":"S:segment:12-40","session_id":"S","topic":"…","start_turn":12,"end_turn":40,"compressed_content":"…","key_decisions":["…"],"key_files":["src/a.rs"]}"#;
+
+/// Fields only segments have: a record holding one without `segment_id` is a
+/// segment that lost its id, not a record of unknown kind.
+const SEGMENT_FIELDS: &[&str] = &[
+    "compressed_content",
+    "key_files",
+    "compression_ratio",
+    "topic",
+];
+
+fn with_segment_example(message: String) -> String {
+    format!("{message}; expected a segment like {SEGMENT_EXAMPLE}")
+}
+
 /// Parses one JSON value into a record, or says exactly what is wrong with it.
 pub fn parse_record(
     value: Value,
     origin: &Origin,
     options: &ParseOptions,
 ) -> Result<Record, InputError> {
-    let fail = |field: Option<&str>, message: String| InputError::new(origin, field, message);
+    let plain = |field: Option<&str>, message: String| InputError::new(origin, field, message);
     let Value::Object(object) = &value else {
-        return Err(fail(
+        return Err(plain(
             None,
             format!("expected a JSON object, found {}", type_name(&value)),
         ));
     };
-    let kind = detect_kind(object, options.kind).map_err(|(f, m)| fail(f.as_deref(), m))?;
+    let kind = detect_kind(object, options.kind).map_err(|(f, m)| plain(f.as_deref(), m))?;
+    // Problems with a segment come with the shape of a valid one.
+    let fail = |field: Option<&str>, message: String| {
+        let message = if kind == Kind::Segment {
+            with_segment_example(message)
+        } else {
+            message
+        };
+        InputError::new(origin, field, message)
+    };
     let id = record_id(kind, object).map_err(|(f, m)| fail(Some(&f), m))?;
     let namespace = namespace(object, options).map_err(|(f, m)| fail(Some(&f), m))?;
     let fields = derive_fields(kind, &value).map_err(|(f, m)| fail(Some(&f), m))?;
@@ -115,6 +141,14 @@ fn detect_kind(
         Ok(Kind::Message)
     } else if (has("id") || has("_id")) && (has("text") || has("title")) {
         Ok(Kind::Note)
+    } else if SEGMENT_FIELDS.iter().any(|f| has(f)) {
+        Err((
+            Some("segment_id".to_string()),
+            with_segment_example(
+                "missing: a segment needs its `segment_id` (for a queued segment, the id the reminder gave)"
+                    .into(),
+            ),
+        ))
     } else {
         Err((
             None,
@@ -298,7 +332,12 @@ pub fn derive_fields(kind: Kind, value: &Value) -> Result<Fields, FieldError> {
 }
 
 fn validate_segment_numbers(o: &Map<String, Value>) -> Result<(), FieldError> {
-    for key in ["original_tokens", "compressed_tokens", "access_count"] {
+    for key in [
+        "original_tokens",
+        "compressed_tokens",
+        "access_count",
+        "message_count",
+    ] {
         opt_u64(o, key)?;
     }
     opt_f64(o, "compression_ratio")?;
@@ -577,13 +616,46 @@ mod tests {
     fn errors_name_line_and_field() {
         let e = parse(json!({"segment_id": "x", "compressed_content": "c", "start_turn": "ten"}))
             .unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "in.jsonl:3: field `start_turn`: expected a non-negative integer, found a string"
-        );
+        assert!(e.to_string().starts_with(
+            "in.jsonl:3: field `start_turn`: expected a non-negative integer, found a string; expected a segment like {"
+        ));
         let e = parse(json!({"segment_id": "x", "compressed_content": "c", "key_files": ["a", 3]}))
             .unwrap_err();
         assert_eq!(e.field.as_deref(), Some("key_files[1]"));
+    }
+
+    #[test]
+    fn a_wrong_segment_is_refused_with_the_field_and_the_expected_shape() {
+        // What an agent gets wrong: the id left out, a list written as a string,
+        // a turn as text. Each error names the field and shows a valid segment.
+        let e = parse(json!({"topic": "OAuth", "compressed_content": "Fixed the refresh."}))
+            .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("segment_id"));
+        assert!(e.message.contains(SEGMENT_EXAMPLE), "{e}");
+        let e = parse(json!({"segment_id": "s:segment:1-9", "compressed_content": "c", "key_files": "src/a.rs"}))
+            .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("key_files"));
+        assert!(
+            e.message.starts_with(
+                "expected a list of strings, found a string; expected a segment like {"
+            ),
+            "{e}"
+        );
+        let e = parse(
+            json!({"segment_id": "s:segment:1-9", "compressed_content": "c", "end_turn": "nine"}),
+        )
+        .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("end_turn"));
+        assert!(e.to_string().contains("\"start_turn\":12"), "{e}");
+        let e = parse(json!({"kind": "segment", "compressed_content": "c"})).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("segment_id"));
+        assert!(e.message.contains(SEGMENT_EXAMPLE));
+        // Other kinds keep their short messages.
+        let e = parse(json!({"kind": "note", "text": "x"})).unwrap_err();
+        assert!(!e.message.contains("expected a segment"));
+        // The example itself is a valid segment.
+        let example: Value = serde_json::from_str(SEGMENT_EXAMPLE).unwrap();
+        assert_eq!(parse(example).unwrap().kind, Kind::Segment);
     }
 
     #[test]

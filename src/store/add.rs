@@ -92,11 +92,24 @@ pub fn add_paths(
     paths: &[PathBuf],
     stdin: &mut dyn Read,
     options: &ParseOptions,
-    mut embedder: Option<&mut dyn Embedder>,
+    embedder: Option<&mut dyn Embedder>,
     lock_timeout: Duration,
 ) -> Result<AddSummary> {
     let started = Instant::now();
     let batch = read_records(store, paths, stdin, options)?;
+    add_batch(store, batch, embedder, lock_timeout, started)
+}
+
+/// Writes a batch [`read_records`] read, as [`add_paths`] does, for callers
+/// that look at the records before they are written; `started` is when the
+/// reading began (for the summary's time).
+pub fn add_batch(
+    store: &Store,
+    batch: ReadBatch,
+    mut embedder: Option<&mut dyn Embedder>,
+    lock_timeout: Duration,
+    started: Instant,
+) -> Result<AddSummary> {
     let count = batch.len();
     let reborrowed = embedder.as_mut().map(|e| &mut **e as &mut dyn Embedder);
     let mut report = store.add(batch.records, reborrowed, lock_timeout)?;

@@ -58,6 +58,22 @@ pub struct Store {
     fields: IndexFields,
 }
 
+/// `record` with the access history (`access_count`, `last_accessed`) of the
+/// version it replaces, unless its JSON sets them itself.
+fn with_access_history(record: &Record, stored: &Record) -> Record {
+    let mut record = record.clone();
+    record.access_count = record
+        .source
+        .get("access_count")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(stored.access_count);
+    record.last_accessed = match record.source.get("last_accessed") {
+        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        _ => stored.last_accessed.clone(),
+    };
+    record
+}
+
 /// What an `add` did with each record.
 #[derive(Debug, Default, Clone, Serialize, PartialEq)]
 pub struct AddReport {
@@ -306,18 +322,34 @@ impl Store {
         let lookup = IdLookup::new(&searcher, &self.fields)?;
         let (mut added, mut updated, mut unchanged) = (0, 0, 0);
         for ((record, hash), vector) in changed.iter().zip(&vectors) {
-            match lookup.hash_of(&record.id)? {
+            let document = match lookup.hash_of(&record.id)? {
                 Some(existing) if existing == *hash => {
                     unchanged += 1;
                     continue;
                 }
                 Some(_) => {
+                    // A new version keeps the stored one's access history.
+                    let stored = match lookup.find(&record.id)? {
+                        Some(address) => Some(self.fields.record(&searcher.doc(address)?)?),
+                        None => None,
+                    };
                     writer.delete_term(Term::from_field_text(self.fields.id, &record.id));
                     updated += 1;
+                    match stored {
+                        Some(stored) => self.fields.document(
+                            &with_access_history(record, &stored),
+                            *hash,
+                            vector,
+                        )?,
+                        None => self.fields.document(record, *hash, vector)?,
+                    }
                 }
-                None => added += 1,
-            }
-            writer.add_document(self.fields.document(record, *hash, vector)?)?;
+                None => {
+                    added += 1;
+                    self.fields.document(record, *hash, vector)?
+                }
+            };
+            writer.add_document(document)?;
         }
         report.added = added;
         report.updated = updated;

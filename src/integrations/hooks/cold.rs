@@ -18,6 +18,10 @@ use super::terms::{mentions, terms};
 use super::HookSettings;
 use crate::context::tokens::estimate;
 
+/// What the hooks write in a record's `source` field: a rule-based summary, to
+/// be replaced by the agent's own segment.
+pub const HOOK_SOURCE: &str = "knowledge-db hook post-tool-use";
+
 /// A cold item found in a session: its record, and a one-line description.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ColdItem {
@@ -26,8 +30,12 @@ pub struct ColdItem {
     pub kind: &'static str,
     /// Subject or topic.
     pub title: String,
+    /// Assistant turns.
     pub start_turn: u64,
     pub end_turn: u64,
+    pub message_count: u64,
+    /// Estimated tokens of its messages.
+    pub tokens: u64,
     pub record: Value,
 }
 
@@ -84,13 +92,31 @@ pub fn segment_id(session_id: &str, segment: &SegmentState) -> String {
     )
 }
 
-/// The cold task's summary record (kind `task`).
+/// How much of what a reader keeps an item holds, 0..1: a finished item starts
+/// at 0.2; the files it changed add up to 0.3 (three or more files), its
+/// decisions up to 0.2 (two or more), the errors it met and got past 0.15, a
+/// reported outcome 0.15. Two decimals. Higher means more worth recalling.
+pub fn relevance_score(a: &Activity) -> f64 {
+    let share = |n: usize, full: usize| (n as f64 / full as f64).min(1.0);
+    let score = 0.2
+        + 0.3 * share(a.files_modified.len(), 3)
+        + 0.2 * share(a.decisions.len(), 2)
+        + 0.15 * share(a.errors.len(), 1)
+        + 0.15 * share(a.outcomes.len(), 1);
+    (score * 100.0).round() / 100.0
+}
+
+/// The cold task's summary record (kind `task`). Its turns are assistant turns,
+/// from when it was marked in progress to when it was marked completed.
 pub fn task_item(state: &SessionState, task: &TaskState, namespace: &str) -> ColdItem {
     let a = &task.activity;
-    let mut outcomes = a.outcomes.clone();
-    if outcomes.is_empty() {
-        outcomes.push(format!("Completed: {}", task.subject));
-    }
+    let start = task
+        .started_assistant_turn
+        .unwrap_or(a.start_assistant_turn);
+    let end = task
+        .completed_assistant_turn
+        .unwrap_or(a.end_assistant_turn)
+        .max(start);
     let record = json!({
         "kind": "task",
         "namespace": namespace,
@@ -99,29 +125,34 @@ pub fn task_item(state: &SessionState, task: &TaskState, namespace: &str) -> Col
         "subject": task.subject,
         "description": task.description,
         "status": "completed",
-        "start_turn": a.start_turn,
-        "end_turn": a.end_turn.max(a.start_turn),
+        "start_turn": start,
+        "end_turn": end,
+        "prompt_turns": [a.start_turn, a.end_turn.max(a.start_turn)],
         "compressed_at": task.completed_at.clone().or_else(|| a.last_timestamp.clone()),
         "files_modified": a.files_modified,
         "commands_run": a.commands,
-        "key_outcomes": outcomes,
+        "key_outcomes": a.outcomes,
         "key_decisions": a.decisions,
         "errors_resolved": a.errors,
-        "assistant_turns": [a.start_assistant_turn, task.completed_assistant_turn.unwrap_or(a.end_assistant_turn)],
+        "message_count": a.messages,
+        "original_tokens": a.tokens,
+        "relevance_score": relevance_score(a),
         "task_source": task.source,
-        "source": "knowledge-db hook post-tool-use",
+        "source": HOOK_SOURCE,
     });
     ColdItem {
         id: format!("{}:{}", state.session_id, task.id),
         kind: "task",
         title: task.subject.clone(),
-        start_turn: a.start_turn,
-        end_turn: a.end_turn.max(a.start_turn),
+        start_turn: start,
+        end_turn: end,
+        message_count: a.messages,
+        tokens: a.tokens,
         record,
     }
 }
 
-/// The cold segment's summary record (kind `segment`).
+/// The cold segment's summary record (kind `segment`), turns in assistant turns.
 pub fn segment_item(state: &SessionState, segment: &SegmentState, namespace: &str) -> ColdItem {
     let a = &segment.activity;
     let topic = if segment.first_prompt.trim().is_empty() {
@@ -129,13 +160,12 @@ pub fn segment_item(state: &SessionState, segment: &SegmentState, namespace: &st
     } else {
         segment.first_prompt.clone()
     };
+    let (start, end) = (
+        a.start_assistant_turn,
+        a.end_assistant_turn.max(a.start_assistant_turn),
+    );
     let content = summary_text(&topic, a, &segment.key_terms);
     let compressed_tokens = estimate(&content) as u64;
-    let ratio = if compressed_tokens == 0 {
-        0.0
-    } else {
-        (a.tokens as f64 / compressed_tokens as f64 * 10.0).round() / 10.0
-    };
     let id = segment_id(&state.session_id, segment);
     let record = json!({
         "kind": "segment",
@@ -143,34 +173,47 @@ pub fn segment_item(state: &SessionState, segment: &SegmentState, namespace: &st
         "segment_id": id,
         "topic": topic,
         "session_id": state.session_id,
-        "start_turn": a.start_turn,
-        "end_turn": a.end_turn.max(a.start_turn),
+        "start_turn": start,
+        "end_turn": end,
+        "prompt_turns": [a.start_turn, a.end_turn.max(a.start_turn)],
         "original_tokens": a.tokens,
         "compressed_tokens": compressed_tokens,
-        "compression_ratio": ratio,
+        "compression_ratio": ratio(a.tokens, compressed_tokens),
         "compressed_at": a.last_timestamp,
+        "relevance_score": relevance_score(a),
+        "message_count": a.messages,
         "compressed_content": content,
         "key_decisions": a.decisions,
         "key_files": a.files_modified,
+        "key_outcomes": a.outcomes,
         "commands_run": a.commands,
         "errors_resolved": a.errors,
         "key_terms": segment.key_terms,
-        "assistant_turns": [a.start_assistant_turn, a.end_assistant_turn],
-        "messages": a.messages,
         "metadata": {
             "contains_code": !a.files_modified.is_empty(),
             "contains_errors": !a.errors.is_empty(),
             "task_completed": false,
         },
-        "source": "knowledge-db hook post-tool-use",
+        "source": HOOK_SOURCE,
     });
     ColdItem {
         id,
         kind: "segment",
         title: topic,
-        start_turn: a.start_turn,
-        end_turn: a.end_turn.max(a.start_turn),
+        start_turn: start,
+        end_turn: end,
+        message_count: a.messages,
+        tokens: a.tokens,
         record,
+    }
+}
+
+/// `original / compressed`, one decimal; 0 when nothing was compressed.
+pub fn ratio(original: u64, compressed: u64) -> f64 {
+    if compressed == 0 {
+        0.0
+    } else {
+        (original as f64 / compressed as f64 * 10.0).round() / 10.0
     }
 }
 
@@ -179,8 +222,8 @@ fn summary_text(topic: &str, a: &Activity, key_terms: &[String]) -> String {
     let mut parts = vec![format!(
         "{} (turns {}-{}, {} messages).",
         topic.trim_end_matches('.'),
-        a.start_turn,
-        a.end_turn.max(a.start_turn),
+        a.start_assistant_turn,
+        a.end_assistant_turn.max(a.start_assistant_turn),
         a.messages
     )];
     if !a.files_modified.is_empty() {
@@ -197,7 +240,7 @@ fn summary_text(topic: &str, a: &Activity, key_terms: &[String]) -> String {
         parts.push(format!("Decisions: {}", a.decisions.join(" ")));
     }
     if !a.outcomes.is_empty() {
-        parts.push(format!("Latest: {}", a.outcomes.join(" ")));
+        parts.push(format!("Outcome: {}", a.outcomes.join(" ")));
     }
     if !key_terms.is_empty() {
         parts.push(format!("Key terms: {}.", key_terms.join(", ")));
@@ -214,6 +257,26 @@ pub fn find(state: &SessionState, settings: &HookSettings, namespace: &str) -> V
     items.extend(
         cold_segments(state, settings)
             .into_iter()
+            .map(|s| segment_item(state, s, namespace)),
+    );
+    items
+}
+
+/// The summary of every completed task and every segment of the session, cold or
+/// not (the open segment is closed first): what the summaries would say if the
+/// session ended now. The quality test scores these against labels.
+pub fn all_items(state: &mut SessionState, namespace: &str) -> Vec<ColdItem> {
+    state.close_segment();
+    let mut items: Vec<ColdItem> = state
+        .tasks
+        .iter()
+        .filter(|t| t.status == "completed")
+        .map(|t| task_item(state, t, namespace))
+        .collect();
+    items.extend(
+        state
+            .closed_segments
+            .iter()
             .map(|s| segment_item(state, s, namespace)),
     );
     items
@@ -300,6 +363,11 @@ mod tests {
         }
 
         fn state(&self) -> SessionState {
+            self.state_in(None)
+        }
+
+        /// The state of a session run in the project folder `cwd`.
+        fn state_in(&self, cwd: Option<&str>) -> SessionState {
             let text = self.lines.join("\n") + "\n";
             let t = read_slice(
                 Path::new("s1.jsonl"),
@@ -309,6 +377,7 @@ mod tests {
             )
             .expect("parse");
             let mut state = SessionState::new("s1", "s1.jsonl".into());
+            state.cwd = cwd.map(str::to_string);
             state.observe(&t.messages, 20);
             state
         }
@@ -488,5 +557,144 @@ mod tests {
             state.observe(&t.messages, 20);
         }
         assert_eq!(state.turn(), 1);
+    }
+
+    #[test]
+    fn tasks_of_one_prompt_get_assistant_turn_ranges() {
+        // One prompt, several tasks: in conversation turns every task is 0-0,
+        // which says nothing; the records count assistant turns.
+        let mut s = Script::new();
+        s.prompt("Implement the plan");
+        create(&mut s, "1", "Add the parser");
+        create(&mut s, "2", "Add the printer");
+        update(&mut s, "1", "in_progress");
+        filler(&mut s, 3);
+        update(&mut s, "1", "completed");
+        update(&mut s, "2", "in_progress");
+        filler(&mut s, 4);
+        update(&mut s, "2", "completed");
+        let mut state = s.state();
+        let items: Vec<ColdItem> = all_items(&mut state, "default")
+            .into_iter()
+            .filter(|i| i.kind == "task")
+            .collect();
+        let turns: Vec<(u64, u64)> = items.iter().map(|i| (i.start_turn, i.end_turn)).collect();
+        assert_eq!(turns, [(3, 7), (8, 13)]);
+        assert_eq!(items[0].record["start_turn"], 3);
+        assert_eq!(items[0].record["prompt_turns"], json!([0, 0]));
+        assert_eq!(state.turn_lines.len() as u64, state.turn());
+    }
+
+    #[test]
+    fn a_task_without_a_stated_outcome_does_not_restate_its_subject() {
+        let mut s = Script::new();
+        s.prompt("work");
+        create(&mut s, "1", "Add retry with exponential backoff");
+        update(&mut s, "1", "in_progress");
+        s.say("Now let me look at the client.");
+        update(&mut s, "1", "completed");
+        let mut state = s.state();
+        let item = &all_items(&mut state, "default")[0];
+        assert_eq!(item.record["key_outcomes"], json!([]));
+        assert!(!item.record.to_string().contains("Completed: Add retry"));
+    }
+
+    #[test]
+    fn a_task_completed_without_being_started_gets_the_work_since_the_last_change() {
+        let mut s = Script::new();
+        s.prompt("work");
+        s.tool("TodoWrite", json!({"todos":[{"content":"Parse the config","status":"pending","activeForm":"x"},{"content":"Write docs","status":"pending","activeForm":"y"}]}), "ok", json!({}));
+        filler(&mut s, 2);
+        s.tool(
+            "Edit",
+            json!({"file_path": "src/config.rs", "old_string": "a", "new_string": "b"}),
+            "ok",
+            json!({}),
+        );
+        s.tool("TodoWrite", json!({"todos":[{"content":"Parse the config","status":"completed","activeForm":"x"},{"content":"Write docs","status":"pending","activeForm":"y"}]}), "ok", json!({}));
+        let mut state = s.state();
+        let item = &all_items(&mut state, "default")[0];
+        assert_eq!(item.record["files_modified"], json!(["src/config.rs"]));
+        assert_eq!((item.start_turn, item.end_turn), (1, 5));
+    }
+
+    #[test]
+    fn a_renamed_todo_keeps_its_work_and_a_dropped_one_goes() {
+        let mut s = Script::new();
+        s.prompt("work");
+        s.tool("TodoWrite", json!({"todos":[{"content":"Update paths to validate","status":"in_progress","activeForm":"x"},{"content":"Drop me","status":"pending","activeForm":"y"}]}), "ok", json!({}));
+        s.tool(
+            "Edit",
+            json!({"file_path": "src/paths.rs", "old_string": "a", "new_string": "b"}),
+            "ok",
+            json!({}),
+        );
+        s.tool("TodoWrite", json!({"todos":[{"content":"Update paths to use MustCheckpointID","status":"in_progress","activeForm":"x"}]}), "ok", json!({}));
+        s.tool("TodoWrite", json!({"todos":[{"content":"Update paths to use MustCheckpointID","status":"completed","activeForm":"x"}]}), "ok", json!({}));
+        let state = s.state();
+        assert_eq!(state.tasks.len(), 1, "{:?}", state.tasks);
+        assert_eq!(
+            state.tasks[0].subject,
+            "Update paths to use MustCheckpointID"
+        );
+        assert_eq!(state.tasks[0].activity.files_modified, ["src/paths.rs"]);
+        assert_eq!(state.tasks[0].started_assistant_turn, Some(1));
+    }
+
+    #[test]
+    fn a_long_editing_topic_goes_cold_with_its_files_despite_the_project_path() {
+        // Every path holds the project folder's words (`soph`, `devenv`, `cli`);
+        // as key terms they would make every topic look alive.
+        let root = "/Users/soph/Work/entire/devenv/cli";
+        let mut s = Script::new();
+        s.prompt("Fix the stale session state file lookup in session_state.go");
+        for i in 0..20 {
+            s.tool(
+                "Edit",
+                json!({"file_path": format!("{root}/cmd/entire/cli/strategy/session_state.go"), "old_string": "a", "new_string": format!("b{i}")}),
+                "ok",
+                json!({}),
+            );
+            s.say("Updated the session_state lookup to reuse the stable state file.");
+        }
+        s.prompt("Now rename the hook handlers in hooks_claudecode_handlers.go for consistency");
+        for i in 0..25 {
+            s.tool(
+                "Edit",
+                json!({"file_path": format!("{root}/cmd/entire/cli/hooks_claudecode_handlers.go"), "old_string": "a", "new_string": format!("c{i}")}),
+                "ok",
+                json!({}),
+            );
+        }
+        let state = s.state_in(Some(root));
+        let cold = cold_segments(&state, &settings());
+        assert_eq!(cold.len(), 1, "{:?}", state.closed_segments);
+        assert!(!cold[0]
+            .key_terms
+            .iter()
+            .any(|t| t == "soph" || t == "devenv"));
+        let item = segment_item(&state, cold[0], "default");
+        assert_eq!(
+            item.record["key_files"],
+            json!(["cmd/entire/cli/strategy/session_state.go"])
+        );
+        assert_eq!((item.start_turn, item.end_turn), (1, 40));
+        assert_eq!(item.record["message_count"], 61);
+        let score = item.record["relevance_score"].as_f64().unwrap();
+        assert!((0.2..=1.0).contains(&score), "{score}");
+    }
+
+    #[test]
+    fn relevance_grows_with_what_a_reader_keeps() {
+        let empty = Activity::default();
+        assert_eq!(relevance_score(&empty), 0.2);
+        let full = Activity {
+            files_modified: vec!["a".into(), "b".into(), "c".into()],
+            decisions: vec!["d1".into(), "d2".into()],
+            errors: vec!["e".into()],
+            outcomes: vec!["o".into()],
+            ..Activity::default()
+        };
+        assert_eq!(relevance_score(&full), 1.0);
     }
 }

@@ -1,28 +1,37 @@
-//! The Claude Code hooks: moving cold work out of the context, and keeping what
-//! matters across a compaction.
+//! The Claude Code hooks: the compression loop of the rolling context, and
+//! keeping what matters across a compaction.
 //!
 //! Claude Code runs `knowledge-db hook <event>` with the event's JSON on stdin
 //! (`interop.md`, section 2):
-//! - **`post-tool-use`** after Write/Edit/TaskCreate/TaskUpdate calls: it reads
-//!   the transcript's new bytes into the session's state ([`session`]); every
-//!   `check_every_turns` assistant turns, when the context is at least
-//!   `usage_threshold` full, it looks for cold tasks and cold topic segments
-//!   ([`cold`]), stores their rule-based summaries (deterministic ids, so the
-//!   same item is stored once), queues them ([`queue`]) and tells the agent.
-//! - **`pre-compact`**: the same update (without the gates), then the
-//!   preservation block ([`preserve`]) is built and saved for the session.
+//! - **`post-tool-use`** after Bash/Write/Edit/TaskCreate/TaskUpdate/TodoWrite
+//!   calls: it reads the transcript's new bytes into the session's state
+//!   ([`session`]); every `check_every_turns` assistant turns, when the context
+//!   is at least `usage_threshold` full, it looks for cold tasks and cold topic
+//!   segments ([`cold`]), stores their rule-based summaries at once (the
+//!   fallback, under deterministic ids), queues them ([`queue`]) and asks the
+//!   agent to compress them ([`reminder`]): to read each turn range back
+//!   ([`turns`]), write its own segment and save it under the queued id, which
+//!   replaces the fallback and moves the entry to `compressed`
+//!   ([`queue::segments_arrived`]). A batch still pending is announced again
+//!   after `remind_after_turns` turns.
+//! - **`pre-compact`**: the same update and queueing (without the gates), then
+//!   the preservation block ([`preserve`]) is built and saved for the session.
 //! - **`session-start`** with source `compact`: the saved block is given back to
 //!   the model as `additionalContext`, once (PreCompact hooks cannot add context).
 //!
-//! Everything a hook keeps lives in `<store>/hooks/`: `<session>.json` (state),
-//! `<session>.queue.json`, `<session>.preserve.json`, and `hooks.log`, where
-//! errors go: a hook never fails the agent's tool call, it logs and exits 0.
+//! A hook's files live in `<store>/hooks/`: `<session>.json` (state),
+//! `<session>.preserve.json`, `hooks.log` (a hook never fails the agent's tool
+//! call: it logs and exits 0); the queue is `{session}_pending.json` in
+//! `[hooks] queue_dir` (default `<store>/hooks/context_queue/`).
 
 pub mod cold;
+pub mod extract;
 pub mod preserve;
 pub mod queue;
+pub mod reminder;
 pub mod session;
 pub mod terms;
+pub mod turns;
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -33,7 +42,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use self::cold::ColdItem;
+use self::cold::{ColdItem, HOOK_SOURCE};
 use self::queue::Queue;
 use self::session::{SessionState, STATE_VERSION};
 use crate::error::{Error, Origin, Result};
@@ -67,6 +76,11 @@ pub struct HookSettings {
     pub min_segment_messages: u64,
     /// The namespace summaries are stored in.
     pub namespace: String,
+    /// Where the queue files go (`~` is the home folder); default
+    /// `<store>/hooks/context_queue`.
+    pub queue_dir: Option<String>,
+    /// A batch still pending is announced again after this many assistant turns.
+    pub remind_after_turns: u64,
 }
 
 impl Default for HookSettings {
@@ -79,6 +93,8 @@ impl Default for HookSettings {
             recent_turns: 20,
             min_segment_messages: 5,
             namespace: crate::record::DEFAULT_NAMESPACE.to_string(),
+            queue_dir: None,
+            remind_after_turns: 20,
         }
     }
 }
@@ -170,7 +186,7 @@ impl HookFiles {
     }
 
     /// A file name safe for any session id (others are hashed).
-    fn stem(session_id: &str) -> String {
+    pub fn stem(session_id: &str) -> String {
         let safe = !session_id.is_empty()
             && session_id.len() <= 128
             && session_id
@@ -191,7 +207,8 @@ impl HookFiles {
         self.dir.join(format!("{}.json", Self::stem(session_id)))
     }
 
-    pub fn queue(&self, session_id: &str) -> PathBuf {
+    /// The queue file of the first layout, replaced by `{session}_pending.json`.
+    pub fn old_queue(&self, session_id: &str) -> PathBuf {
         self.dir
             .join(format!("{}.queue.json", Self::stem(session_id)))
     }
@@ -220,6 +237,24 @@ impl HookFiles {
             Ok(()) => Ok(Some(file)),
             Err(TryLockError::WouldBlock) => Ok(None),
             Err(TryLockError::Error(e)) => Err(Error::io(&path, e)),
+        }
+    }
+
+    /// Takes the session's lock, waiting up to `wait` for another hook of the
+    /// session to finish.
+    pub fn lock_waiting(&self, session_id: &str, wait: Duration) -> Result<File> {
+        let deadline = Instant::now() + wait;
+        loop {
+            if let Some(lock) = self.try_lock(session_id)? {
+                return Ok(lock);
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::Usage(format!(
+                    "another knowledge-db hook of session {session_id} kept its lock for {:.0} s",
+                    wait.as_secs_f64()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -265,6 +300,25 @@ pub(crate) fn write_json_atomically<T: Serialize>(path: &Path, value: &T) -> Res
     temp.write_all(&bytes).map_err(|e| Error::io(path, e))?;
     temp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
     temp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    Ok(())
+}
+
+/// Saves a session's state: atomically (temporary file, rename) but without
+/// an fsync. The state is a cache of what the transcript says: one lost to a
+/// power cut (or left empty by it) is rebuilt from the transcript on the next
+/// call, and what it records of the store's side (items already summarized)
+/// is found again there (stored summaries are rewritten unchanged, the agent's
+/// own segments left alone, the queue deduplicates). So every call saves it
+/// without waiting for the disk.
+fn save_state(files: &HookFiles, session_id: &str, state: &SessionState) -> Result<()> {
+    let path = files.state(session_id);
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let bytes =
+        serde_json::to_vec(state).map_err(|e| Error::io(&path, std::io::Error::other(e)))?;
+    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(dir, e))?;
+    temp.write_all(&bytes).map_err(|e| Error::io(&path, e))?;
+    temp.persist(&path).map_err(|e| Error::io(&path, e.error))?;
     Ok(())
 }
 
@@ -334,9 +388,17 @@ pub fn update_state(
             prompts_before: state.prompts,
             session_id: Some(input.session_id.clone()),
         };
-        let read = read_slice(transcript, &bytes, Some(Format::ClaudeCode), from)?;
+        let mut read = read_slice(transcript, &bytes, Some(Format::ClaudeCode), from)?;
         report.messages = read.messages.len();
+        // Lines are numbered from the file's start, not from this read's.
+        for message in &mut read.messages {
+            message.line += state.lines as usize;
+        }
+        if state.cwd.is_none() {
+            state.cwd.clone_from(&read.cwd);
+        }
         state.observe(&read.messages, settings.recent_turns);
+        state.lines += bytes.iter().filter(|&&b| b == b'\n').count() as u64;
         state.offset += whole as u64;
         state.tail_hash = tail_hash(&mut file, transcript, state.offset)?;
     }
@@ -392,21 +454,38 @@ pub struct PostToolUseReport {
     pub unchanged: usize,
     /// Items queued for the first time.
     pub queued: usize,
+    /// Items waiting in the queue now, and whether the agent was asked (again)
+    /// to compress them.
+    pub pending: usize,
+    pub reminded: bool,
+    /// The queue file.
+    pub queue: PathBuf,
     /// What to tell the agent, if anything.
     pub message: Option<String>,
     pub seconds: f64,
 }
 
-/// `hook post-tool-use`: update the session and, when due, summarize cold items.
-/// `force` skips the turn and usage gates.
+/// Which gates a `post-tool-use` call skips.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Gates {
+    /// Check now, whatever the turn count and the context usage (`--force`).
+    pub force: bool,
+    /// Skip only the every-N-turns gate (`FORCE_COMPRESSION_CHECK=1`).
+    pub ignore_turns: bool,
+}
+
+/// `hook post-tool-use`: update the session; when due, summarize cold items,
+/// store and queue them and ask the agent to compress them; remind it of a
+/// batch still pending after `remind_after_turns` turns.
 pub fn post_tool_use(
     store_root: &Path,
     input: &HookInput,
     settings: &HookSettings,
-    force: bool,
+    gates: Gates,
 ) -> Result<PostToolUseReport> {
     let started = Instant::now();
     let files = HookFiles::new(store_root);
+    let queue_path = queue::queue_path(store_root, settings, &input.session_id);
     let mut report = PostToolUseReport {
         session_id: input.session_id.clone(),
         ran: false,
@@ -419,6 +498,9 @@ pub fn post_tool_use(
         stored: 0,
         unchanged: 0,
         queued: 0,
+        pending: 0,
+        reminded: false,
+        queue: queue_path.clone(),
         message: None,
         seconds: 0.0,
     };
@@ -432,63 +514,163 @@ pub fn post_tool_use(
     report.assistant_turns = state.turn();
     let usage = context_usage(&state, settings);
     report.usage = Some(usage);
-    let due =
-        state.turn().saturating_sub(state.last_check_turn) >= settings.check_every_turns.max(1);
-    if force || (due && usage.fraction >= settings.usage_threshold) {
+    let due = gates.ignore_turns
+        || state.turn().saturating_sub(state.last_check_turn) >= settings.check_every_turns.max(1);
+    let mut queue = Queue::load(&queue_path, &input.session_id)?;
+    let queue_before = queue.clone();
+    if gates.force || (due && usage.fraction >= settings.usage_threshold) {
         report.checked = true;
-        let outcome = summarize_cold(store_root, &files, &mut state, settings);
+        let outcome = summarize_cold(store_root, &mut queue, &mut state, settings);
         // The state is saved even when storing failed: the items stay unsummarized
         // and are found again at the next check.
-        write_json_atomically(&files.state(&input.session_id), &state)?;
-        let (items, queued, add) = outcome?;
-        report.cold_tasks = items.iter().filter(|i| i.kind == "task").count();
-        report.cold_segments = items.iter().filter(|i| i.kind == "segment").count();
-        report.stored = add.0;
-        report.unchanged = add.1;
-        report.queued = queued.len();
-        if !queued.is_empty() {
-            report.message = Some(cold_message(&queued, usage, settings));
-        }
+        save_state(&files, &input.session_id, &state)?;
+        let summary = outcome?;
+        report.cold_tasks = summary.items.iter().filter(|i| i.kind == "task").count();
+        report.cold_segments = summary.items.iter().filter(|i| i.kind == "segment").count();
+        report.stored = summary.written;
+        report.unchanged = summary.unchanged;
+        report.queued = summary.queued;
     } else {
-        write_json_atomically(&files.state(&input.session_id), &state)?;
+        save_state(&files, &input.session_id, &state)?;
+    }
+    let now = state.turn();
+    let quiet_for = now.saturating_sub(
+        queue
+            .last_reminder_turn
+            .or_else(|| queue.pending.iter().map(|e| e.queued_at_turn).min())
+            .unwrap_or(now),
+    );
+    let remind = report.queued > 0
+        || (!queue.pending.is_empty() && quiet_for >= settings.remind_after_turns.max(1));
+    if remind && report.queued == 0 {
+        // Before asking again: a segment may have arrived without the queue
+        // hearing of it (a writer killed between its commit and the queue).
+        settle_arrived(store_root, &mut queue, now);
+    }
+    if remind && !queue.pending.is_empty() {
+        let prefix = reminder::command_prefix(store_root);
+        report.message = reminder::reminder(&queue, Some(usage), settings, &prefix);
+        report.reminded = report.message.is_some();
+        queue.last_reminder_turn = Some(now);
+    }
+    report.pending = queue.pending.len();
+    if queue != queue_before {
+        save_queue(&files, &queue, &queue_path)?;
     }
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
 }
 
-/// Finds the cold items, stores their records, queues them; marks them in the
-/// state. Returns the items, those queued for the first time, and the store's
-/// (written, unchanged) counts.
-#[allow(clippy::type_complexity)]
-fn summarize_cold(
-    store_root: &Path,
-    files: &HookFiles,
-    state: &mut SessionState,
-    settings: &HookSettings,
-) -> Result<(Vec<ColdItem>, Vec<ColdItem>, (usize, usize))> {
-    let items = cold::find(state, settings, &settings.namespace);
-    let mut counts = (0, 0);
-    if !items.is_empty() {
-        counts = store_items(store_root, &items)?;
+/// Saves the queue; the first time, removes the session's queue file of the
+/// first layout (its items are found again with the right turns).
+fn save_queue(files: &HookFiles, queue: &Queue, path: &Path) -> Result<()> {
+    queue.save(path)?;
+    let old = files.old_queue(&queue.session_id);
+    if old.exists() && std::fs::remove_file(&old).is_ok() {
+        files.log_line(
+            "queue",
+            Some(&queue.session_id),
+            &format!(
+                "replaced {} (first queue layout) by {}",
+                old.display(),
+                path.display()
+            ),
+        );
     }
-    let queue_path = files.queue(&state.session_id);
-    let mut queue = Queue::load(&queue_path, &state.session_id)?;
-    let queued: Vec<ColdItem> = items
-        .iter()
-        .filter(|i| !queue.contains(&i.id))
-        .cloned()
-        .collect();
-    queue.push(&queued, state.turn());
-    queue.last_check_turn = state.turn();
-    queue.save(&queue_path)?;
-    cold::mark_summarized(state, &items);
-    state.last_check_turn = state.turn();
-    Ok((items, queued, counts))
+    Ok(())
 }
 
-/// Opens the store (creating it on first use) and writes the records in one
-/// commit, without embeddings (`knowledge-db embed` adds them later).
-fn store_items(store_root: &Path, items: &[ColdItem]) -> Result<(usize, usize)> {
+/// Moves pending entries whose record in the store is no longer the hooks'
+/// rule-based summary (the agent's segment replaced it) to `compressed`.
+/// Best effort: a store that cannot be opened leaves the queue as it is.
+fn settle_arrived(store_root: &Path, queue: &mut Queue, turn: u64) {
+    let Ok(store) = Store::open(store_root) else {
+        return;
+    };
+    let ids: Vec<String> = queue.pending.iter().map(|e| e.segment_id.clone()).collect();
+    for id in ids {
+        let Ok(Some(record)) = store.get(&id) else {
+            continue;
+        };
+        if record.kind == crate::record::Kind::Segment && !is_hook_summary(&record.source) {
+            let location = format!("{}#{id}", store_root.display());
+            queue.compress(&id, &record.source, Some(turn), location);
+        }
+    }
+}
+
+/// Whether a stored record is the hooks' rule-based summary.
+pub fn is_hook_summary(source: &Value) -> bool {
+    source.get("source").and_then(Value::as_str) == Some(HOOK_SOURCE)
+}
+
+/// What one cold check found and did.
+struct ColdSummary {
+    items: Vec<ColdItem>,
+    /// Items queued for the first time.
+    queued: usize,
+    /// Records written (added or updated) and unchanged.
+    written: usize,
+    unchanged: usize,
+}
+
+/// Finds the cold items, stores their rule-based summaries (never over the
+/// agent's own segment for an item), queues them; marks them in the state.
+fn summarize_cold(
+    store_root: &Path,
+    queue: &mut Queue,
+    state: &mut SessionState,
+    settings: &HookSettings,
+) -> Result<ColdSummary> {
+    let items = cold::find(state, settings, &settings.namespace);
+    let mut summary = ColdSummary {
+        items: Vec::new(),
+        queued: 0,
+        written: 0,
+        unchanged: 0,
+    };
+    if !items.is_empty() {
+        let fresh: Vec<ColdItem> = items
+            .iter()
+            .filter(|i| !queue.is_compressed(&i.id))
+            .cloned()
+            .collect();
+        let stored = store_items(store_root, &fresh)?;
+        summary.written = stored.written;
+        summary.unchanged = stored.unchanged;
+        let to_queue: Vec<ColdItem> = fresh
+            .into_iter()
+            .filter(|i| !stored.agents_own.contains(&i.id))
+            .collect();
+        summary.queued = queue.push(&to_queue, state.turn());
+    }
+    queue.last_check_turn = state.turn();
+    cold::mark_summarized(state, &items);
+    state.last_check_turn = state.turn();
+    summary.items = items;
+    Ok(summary)
+}
+
+/// What storing the rule-based summaries did.
+struct Stored {
+    written: usize,
+    unchanged: usize,
+    /// Items the store already holds the agent's own segment for (left alone).
+    agents_own: Vec<String>,
+}
+
+/// Opens the store (creating it on first use) and writes the summaries in one
+/// commit, without embeddings (the upkeep adds them); an item whose stored
+/// record is no longer the hooks' summary is not overwritten.
+fn store_items(store_root: &Path, items: &[ColdItem]) -> Result<Stored> {
+    let mut stored = Stored {
+        written: 0,
+        unchanged: 0,
+        agents_own: Vec::new(),
+    };
+    if items.is_empty() {
+        return Ok(stored);
+    }
     let store = open_or_init(store_root)?;
     let options = ParseOptions {
         added_at: crate::now_rfc3339(),
@@ -496,17 +678,28 @@ fn store_items(store_root: &Path, items: &[ColdItem]) -> Result<(usize, usize)> 
     };
     let mut records = Vec::with_capacity(items.len());
     for item in items {
+        if let Some(existing) = store.get(&item.id)? {
+            if !is_hook_summary(&existing.source) {
+                stored.agents_own.push(item.id.clone());
+                continue;
+            }
+        }
         let origin = Origin::file(format!("hook summary {}", item.id));
         let record = parse_record(item.record.clone(), &origin, &options)
             .map_err(|e| Error::Input(crate::error::InputErrors(vec![e])))?;
         records.push(record);
+    }
+    if records.is_empty() {
+        return Ok(stored);
     }
     let timeout = store.lock_timeout(None).min(MAX_LOCK_WAIT);
     let report = store.add(records, None, timeout)?;
     // The summaries were stored without vectors: the background upkeep
     // computes them (never while the hook waits).
     crate::upkeep::nudge(&store, Some(report.without_vector as u64));
-    Ok((report.added + report.updated, report.unchanged))
+    stored.written = report.added + report.updated;
+    stored.unchanged = report.unchanged;
+    Ok(stored)
 }
 
 fn open_or_init(root: &Path) -> Result<Store> {
@@ -517,28 +710,6 @@ fn open_or_init(root: &Path) -> Result<Store> {
         },
         other => other,
     }
-}
-
-/// What the agent is told about newly summarized cold items.
-fn cold_message(items: &[ColdItem], usage: ContextUsage, settings: &HookSettings) -> String {
-    let mut text = format!(
-        "knowledge-db: context is at {:.0}% of {} tokens. {} finished item(s) no longer discussed were summarized into long-term memory:",
-        usage.fraction * 100.0,
-        settings.context_window,
-        items.len()
-    );
-    for item in items.iter().take(20) {
-        text.push_str(&format!(
-            "\n- {} \"{}\" (turns {}-{}), id `{}`",
-            item.kind,
-            session::cut(&item.title, 100),
-            item.start_turn,
-            item.end_turn,
-            item.id
-        ));
-    }
-    text.push_str("\nTheir details need not stay in your working context; recall one with `knowledge-db get <id>` or the memory_get tool, or search with `knowledge-db search`.");
-    session::cut(&text, 9_000)
 }
 
 /// The hook output JSON that adds `text` to the model's context.
@@ -568,8 +739,9 @@ pub struct PreCompactReport {
     pub seconds: f64,
 }
 
-/// `hook pre-compact`: update the session, summarize what is cold (no gates),
-/// build the preservation block and save it; pending queue items become compressed.
+/// `hook pre-compact`: update the session, summarize and queue what is cold (no
+/// gates), build the preservation block and save it. The queue's pending items
+/// stay pending: a compaction compresses nothing.
 pub fn pre_compact(
     store_root: &Path,
     input: &HookInput,
@@ -586,32 +758,23 @@ pub fn pre_compact(
         seconds: 0.0,
     };
     // A post-tool-use hook may be finishing: wait a little for it.
-    let mut lock = files.try_lock(&input.session_id)?;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while lock.is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-        lock = files.try_lock(&input.session_id)?;
-    }
-    if lock.is_none() {
-        return Err(Error::Usage(
-            "another hook of this session kept its lock for 5 s".into(),
-        ));
-    }
+    let _lock = files.lock_waiting(&input.session_id, Duration::from_secs(5))?;
     report.ran = true;
     let (mut state, _) = update_state(&files, input, settings)?;
-    let outcome = summarize_cold(store_root, &files, &mut state, settings);
-    write_json_atomically(&files.state(&input.session_id), &state)?;
-    if let Err(e) = &outcome {
+    let queue_path = queue::queue_path(store_root, settings, &input.session_id);
+    let mut queue = Queue::load(&queue_path, &input.session_id)?;
+    let outcome = summarize_cold(store_root, &mut queue, &mut state, settings);
+    save_state(&files, &input.session_id, &state)?;
+    match &outcome {
+        Ok(summary) => report.cold_items = summary.items.len(),
         // The block is still worth saving without the new summaries.
-        files.log_line(
+        Err(e) => files.log_line(
             "pre-compact",
             Some(&input.session_id),
             &format!("storing summaries: {e}"),
-        );
+        ),
     }
-    report.cold_items = outcome.as_ref().map_or(0, |o| o.0.len());
-    let queue_path = files.queue(&input.session_id);
-    let mut queue = Queue::load(&queue_path, &input.session_id)?;
+    save_queue(&files, &queue, &queue_path)?;
     let cwd = input
         .cwd
         .clone()
@@ -632,8 +795,6 @@ pub fn pre_compact(
     };
     let path = files.preserve(&input.session_id);
     write_json_atomically(&path, &saved)?;
-    queue.mark_compressed();
-    queue.save(&queue_path)?;
     report.block_chars = saved.block.chars().count();
     report.saved = Some(path);
     report.seconds = started.elapsed().as_secs_f64();
@@ -698,7 +859,8 @@ mod tests {
         points.push(bytes.len());
         for point in points {
             std::fs::write(&path, &bytes[..point]).expect("write");
-            let report = post_tool_use(dir.path(), &input, &settings, false).expect("hook");
+            let report =
+                post_tool_use(dir.path(), &input, &settings, Gates::default()).expect("hook");
             assert!(!report.checked);
         }
         let mut state: SessionState = read_json(&HookFiles::new(dir.path()).state("s"))
@@ -711,6 +873,7 @@ mod tests {
         for task in &mut state.tasks {
             task.activity.tokens = 0;
         }
+        state.since_task_change.tokens = 0;
         for segment in state
             .closed_segments
             .iter_mut()

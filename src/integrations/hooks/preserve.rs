@@ -89,24 +89,24 @@ fn section(out: &mut String, title: &str, items: &[String]) {
 
 /// One line per summary the hooks stored for the session, from the store.
 fn stored_summaries(queue: &Queue, store_root: &Path) -> Vec<String> {
-    let entries: Vec<_> = queue
+    let ids: Vec<&str> = queue
         .pending
         .iter()
-        .chain(&queue.compressed)
+        .map(|e| e.segment_id.as_str())
+        .chain(queue.compressed.iter().map(|e| e.segment_id.as_str()))
         .rev()
         .take(MAX_SUMMARIES)
         .collect();
-    if entries.is_empty() {
+    if ids.is_empty() {
         return Vec::new();
     }
     let Ok(store) = Store::open(store_root) else {
         return Vec::new();
     };
-    entries
-        .iter()
-        .filter_map(|entry| {
-            let record = store.get(&entry.id).ok()??;
-            Some(summary_line(&entry.id, &record.source))
+    ids.iter()
+        .filter_map(|id| {
+            let record = store.get(id).ok()??;
+            Some(summary_line(id, &record.source))
         })
         .collect()
 }

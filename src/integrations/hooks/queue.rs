@@ -1,46 +1,139 @@
-//! The compression queue of a session: `<store>/hooks/<session>.queue.json`.
+//! The compression queue of a session: `{session_id}_pending.json`, in the
+//! design's format, in `[hooks] queue_dir` (default `<store>/hooks/context_queue/`).
 //!
-//! `{session_id, pending:[…], compressed:[…], last_check_turn}`. A cold item
-//! whose summary was stored is appended to `pending`: its details may leave the
-//! agent's context. When the context is compacted (`hook pre-compact`), the
-//! pending items go to `compressed`. Items are keyed by record id, so an item
-//! found twice is queued once.
+//! ```json
+//! {"pending": [{"segment_id", "topic", "start_turn", "end_turn", "message_count",
+//!               "turns_since_mention", "queued_at_turn", "timestamp", …}],
+//!  "compressed": [{"segment_id", "topic", "compressed_at_turn", "original_tokens",
+//!                  "compressed_tokens", "compression_ratio", "storage_location",
+//!                  "timestamp", …}],
+//!  "last_check_turn": 60}
+//! ```
+//!
+//! A cold item whose rule-based summary the hook stored goes to `pending`,
+//! keyed by its record id (`segment_id`): the agent is asked to write its own
+//! segment under that id. When such a segment arrives — through `add`, MCP
+//! `memory_add` or the skill, all of which call [`segments_arrived`] — the entry
+//! moves to `compressed` with its token figures. Nothing else moves it: a
+//! compaction does not compress anything. Turns are assistant turns, the hooks'
+//! clock; token figures are the conservative estimate of
+//! [`crate::context::tokens::estimate`] on both sides, so the ratio is fair.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use super::cold::ColdItem;
-use super::{read_json, write_json_atomically};
+use super::cold::{ratio, ColdItem};
+use super::session::SessionState;
+use super::{read_json, write_json_atomically, HookFiles, HookSettings};
+use crate::context::tokens::estimate;
+use crate::embed::Embedder;
 use crate::error::Result;
+use crate::record::{Kind, Record};
+use crate::store::add::{add_batch, AddSummary, ReadBatch};
+use crate::store::Store;
 
-/// One queued item: which record, what it is about, which turns it covers.
+/// A queued item: what to compress, and how big it is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct QueueEntry {
-    pub id: String,
-    pub kind: String,
-    pub title: String,
+pub struct PendingEntry {
+    /// The id to save the agent's segment under (the rule-based summary's id).
+    pub segment_id: String,
+    pub topic: String,
+    /// Assistant turns.
     pub start_turn: u64,
     pub end_turn: u64,
-    /// The assistant turn at which it was found cold.
-    pub found_at_turn: u64,
-    pub queued_at: String,
+    pub message_count: u64,
+    /// Turns since the item ended when it was queued (none of the last
+    /// `recent_turns` turns mentioned it).
+    pub turns_since_mention: u64,
+    pub queued_at_turn: u64,
+    pub timestamp: String,
+    /// `segment` or `task`: what the rule-based summary is.
+    #[serde(default)]
+    pub kind: String,
+    /// Estimated tokens of the item's messages.
+    #[serde(default)]
+    pub original_tokens: u64,
 }
 
+/// An item the agent compressed: its segment arrived.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompressedEntry {
+    pub segment_id: String,
+    pub topic: String,
+    pub compressed_at_turn: u64,
+    pub original_tokens: u64,
+    pub compressed_tokens: u64,
+    pub compression_ratio: f64,
+    /// Where the segment is: `<store folder>#<record id>`.
+    pub storage_location: String,
+    pub timestamp: String,
+    #[serde(default)]
+    pub start_turn: u64,
+    #[serde(default)]
+    pub end_turn: u64,
+}
+
+/// The queue file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Queue {
     #[serde(default)]
     pub session_id: String,
     #[serde(default)]
-    pub pending: Vec<QueueEntry>,
+    pub pending: Vec<PendingEntry>,
     #[serde(default)]
-    pub compressed: Vec<QueueEntry>,
+    pub compressed: Vec<CompressedEntry>,
     #[serde(default)]
     pub last_check_turn: u64,
+    /// The turn the agent was last asked to compress the pending items.
+    #[serde(default)]
+    pub last_reminder_turn: Option<u64>,
+}
+
+/// `~` or `~/…` at the start of a configured path is the home folder.
+pub fn expand_home(path: &str) -> PathBuf {
+    let home = || {
+        std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .or_else(dirs::home_dir)
+    };
+    match path.strip_prefix('~') {
+        Some("") => home().unwrap_or_else(|| PathBuf::from(path)),
+        Some(rest) if rest.starts_with('/') => match home() {
+            Some(h) => h.join(&rest[1..]),
+            None => PathBuf::from(path),
+        },
+        _ => PathBuf::from(path),
+    }
+}
+
+/// The folder of the queue files: `[hooks] queue_dir`, else `<store>/hooks/context_queue`.
+pub fn queue_dir(store_root: &Path, settings: &HookSettings) -> PathBuf {
+    match settings
+        .queue_dir
+        .as_deref()
+        .filter(|d| !d.trim().is_empty())
+    {
+        Some(dir) => expand_home(dir.trim()),
+        None => HookFiles::new(store_root).dir.join("context_queue"),
+    }
+}
+
+/// The queue file of a session.
+pub fn queue_path(store_root: &Path, settings: &HookSettings, session_id: &str) -> PathBuf {
+    queue_dir(store_root, settings).join(format!("{}_pending.json", HookFiles::stem(session_id)))
 }
 
 impl Queue {
-    /// The queue at `path`, or an empty one.
+    /// The session's queue, or an empty one. A queue file of the first layout
+    /// (`<store>/hooks/<session>.queue.json`, items keyed `id`, conversation
+    /// turns, moved to `compressed` at a compaction) is not carried over: its
+    /// items are found again from the transcript with the right turns, and it
+    /// is removed when the new queue is first saved.
     pub fn load(path: &Path, session_id: &str) -> Result<Queue> {
         let mut queue: Queue = read_json(path)?.unwrap_or_default();
         queue.session_id = session_id.to_string();
@@ -51,21 +144,25 @@ impl Queue {
         write_json_atomically(path, self)
     }
 
-    /// Appends items not queued before; returns how many were new.
+    /// Appends items not queued before (pending or compressed); returns how
+    /// many were new. `turn` is the current assistant turn.
     pub fn push(&mut self, items: &[ColdItem], turn: u64) -> usize {
         let mut added = 0;
         for item in items {
             if self.contains(&item.id) {
                 continue;
             }
-            self.pending.push(QueueEntry {
-                id: item.id.clone(),
-                kind: item.kind.to_string(),
-                title: item.title.clone(),
+            self.pending.push(PendingEntry {
+                segment_id: item.id.clone(),
+                topic: item.title.clone(),
                 start_turn: item.start_turn,
                 end_turn: item.end_turn,
-                found_at_turn: turn,
-                queued_at: crate::now_rfc3339(),
+                message_count: item.message_count,
+                turns_since_mention: turn.saturating_sub(item.end_turn),
+                queued_at_turn: turn,
+                timestamp: crate::now_rfc3339(),
+                kind: item.kind.to_string(),
+                original_tokens: item.tokens,
             });
             added += 1;
         }
@@ -73,14 +170,307 @@ impl Queue {
     }
 
     pub fn contains(&self, id: &str) -> bool {
-        self.pending
-            .iter()
-            .chain(&self.compressed)
-            .any(|e| e.id == id)
+        self.pending.iter().any(|e| e.segment_id == id)
+            || self.compressed.iter().any(|e| e.segment_id == id)
     }
 
-    /// Moves every pending item to `compressed` (the context was compacted).
-    pub fn mark_compressed(&mut self) {
-        self.compressed.append(&mut self.pending);
+    pub fn is_compressed(&self, id: &str) -> bool {
+        self.compressed.iter().any(|e| e.segment_id == id)
+    }
+
+    /// Moves the pending entry `id` to `compressed`, given the segment that
+    /// arrived for it. Returns the new entry, or `None` when `id` is not pending.
+    pub fn compress(
+        &mut self,
+        id: &str,
+        segment: &Value,
+        turn: Option<u64>,
+        storage_location: String,
+    ) -> Option<CompressedEntry> {
+        let at = self.pending.iter().position(|e| e.segment_id == id)?;
+        let entry = self.pending.remove(at);
+        let compressed_tokens = segment_tokens(segment);
+        let done = CompressedEntry {
+            topic: segment
+                .get("topic")
+                .and_then(Value::as_str)
+                .filter(|t| !t.trim().is_empty())
+                .unwrap_or(&entry.topic)
+                .to_string(),
+            compressed_at_turn: turn.unwrap_or(entry.queued_at_turn),
+            original_tokens: entry.original_tokens,
+            compressed_tokens,
+            compression_ratio: ratio(entry.original_tokens, compressed_tokens),
+            storage_location,
+            timestamp: crate::now_rfc3339(),
+            start_turn: entry.start_turn,
+            end_turn: entry.end_turn,
+            segment_id: entry.segment_id,
+        };
+        self.compressed.push(done.clone());
+        Some(done)
+    }
+}
+
+/// Tokens of what a segment gives a reader: its topic, content, decisions and files.
+pub fn segment_tokens(segment: &Value) -> u64 {
+    let mut text = String::new();
+    for key in ["topic", "compressed_content"] {
+        if let Some(s) = segment.get(key).and_then(Value::as_str) {
+            text.push_str(s);
+            text.push('\n');
+        }
+    }
+    for key in ["key_decisions", "key_files"] {
+        for item in segment
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(s) = item.as_str() {
+                text.push_str(s);
+                text.push('\n');
+            }
+        }
+    }
+    estimate(&text) as u64
+}
+
+/// A queued item whose segment arrived.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Arrival {
+    pub session_id: String,
+    #[serde(flatten)]
+    pub entry: CompressedEntry,
+    /// Items of the session still waiting.
+    pub still_pending: usize,
+}
+
+/// The session a segment belongs to: its `session_id`, else the part of its id
+/// before the first `:` (the hooks' ids are `<session>:…`).
+fn session_of(record: &Record) -> Option<String> {
+    record
+        .fields
+        .session_id
+        .clone()
+        .or_else(|| record.id.split_once(':').map(|(s, _)| s.to_string()))
+        .filter(|s| !s.is_empty())
+}
+
+/// A segment arrived in the store (the caller's write succeeded): every one
+/// whose `segment_id` is pending in its session's queue moves to `compressed`
+/// with its token figures. The one step the CLI's `add` and MCP `memory_add`
+/// (and so the skill) share. Rule-based summaries (the hooks' own) are not
+/// arrivals. Each queue is updated under the session's hook lock.
+pub fn segments_arrived(store_root: &Path, records: &[Record]) -> Result<Vec<Arrival>> {
+    let mut by_session: BTreeMap<String, Vec<&Record>> = BTreeMap::new();
+    for record in records {
+        if record.kind != Kind::Segment || super::is_hook_summary(&record.source) {
+            continue;
+        }
+        if let Some(session) = session_of(record) {
+            by_session.entry(session).or_default().push(record);
+        }
+    }
+    if by_session.is_empty() {
+        return Ok(Vec::new());
+    }
+    let settings = HookSettings::from_store(store_root)?;
+    let files = HookFiles::new(store_root);
+    let mut arrivals = Vec::new();
+    for (session, segments) in by_session {
+        let path = queue_path(store_root, &settings, &session);
+        if !path.exists() {
+            continue;
+        }
+        let _lock = files.lock_waiting(&session, std::time::Duration::from_secs(5))?;
+        let mut queue = Queue::load(&path, &session)?;
+        let turn = read_json::<SessionState>(&files.state(&session))
+            .ok()
+            .flatten()
+            .map(|s| s.turn());
+        let mut moved = Vec::new();
+        for record in segments {
+            let location = format!("{}#{}", store_root.display(), record.id);
+            if let Some(entry) = queue.compress(&record.id, &record.source, turn, location) {
+                moved.push(entry);
+            }
+        }
+        if moved.is_empty() {
+            continue;
+        }
+        queue.save(&path)?;
+        let still_pending = queue.pending.len();
+        arrivals.extend(moved.into_iter().map(|entry| Arrival {
+            session_id: session.clone(),
+            entry,
+            still_pending,
+        }));
+    }
+    Ok(arrivals)
+}
+
+/// What adding records did, queue included.
+#[derive(Debug, Clone, Serialize)]
+pub struct AddOutcome {
+    pub summary: AddSummary,
+    /// Queued items whose segment arrived in this add.
+    pub compressed: Vec<Arrival>,
+    /// Why the queue could not be updated (the write itself succeeded; the
+    /// next hook call settles the queue from the store).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_error: Option<String>,
+}
+
+/// The segments of `records` that some session's queue waits for (cheap: one
+/// small file read per session with segments).
+fn awaited(store_root: &Path, records: &[Record]) -> Vec<Record> {
+    let Ok(settings) = HookSettings::from_store(store_root) else {
+        return Vec::new();
+    };
+    let mut queues: BTreeMap<String, Option<Queue>> = BTreeMap::new();
+    records
+        .iter()
+        .filter(|r| r.kind == Kind::Segment && !super::is_hook_summary(&r.source))
+        .filter(|r| {
+            let Some(session) = session_of(r) else {
+                return false;
+            };
+            let queue = queues.entry(session.clone()).or_insert_with(|| {
+                let path = queue_path(store_root, &settings, &session);
+                read_json::<Queue>(&path).ok().flatten()
+            });
+            queue
+                .as_ref()
+                .is_some_and(|q| q.pending.iter().any(|e| e.segment_id == r.id))
+        })
+        .cloned()
+        .collect()
+}
+
+/// Adds a batch of records to the store (all or nothing, as `add` does), then
+/// moves the queue entries of the segments that arrived to `compressed`: the
+/// path every writer of agent segments takes (`add`, MCP `memory_add`, the
+/// skill). `started` is when reading the batch began.
+pub fn add_and_settle(
+    store: &Store,
+    batch: ReadBatch,
+    embedder: Option<&mut dyn Embedder>,
+    lock_timeout: Duration,
+    started: Instant,
+) -> Result<AddOutcome> {
+    let awaited = awaited(store.root(), &batch.records);
+    let summary = add_batch(store, batch, embedder, lock_timeout, started)?;
+    let (compressed, queue_error) = match segments_arrived(store.root(), &awaited) {
+        Ok(arrivals) => (arrivals, None),
+        Err(e) => (Vec::new(), Some(e.to_string())),
+    };
+    Ok(AddOutcome {
+        summary,
+        compressed,
+        queue_error,
+    })
+}
+
+/// One line per arrival, for people and agents: what was compressed by how much.
+pub fn arrival_lines(arrivals: &[Arrival]) -> Vec<String> {
+    arrivals
+        .iter()
+        .map(|a| {
+            format!(
+                "queued segment {} compressed: {} → {} tokens ({}x); {} still pending in session {}",
+                a.entry.segment_id,
+                a.entry.original_tokens,
+                a.entry.compressed_tokens,
+                a.entry.compression_ratio,
+                a.still_pending,
+                a.session_id
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn item(id: &str, start: u64, end: u64) -> ColdItem {
+        ColdItem {
+            id: id.into(),
+            kind: "segment",
+            title: "OAuth refresh".into(),
+            start_turn: start,
+            end_turn: end,
+            message_count: 12,
+            tokens: 2400,
+            record: json!({}),
+        }
+    }
+
+    #[test]
+    fn entries_queue_once_and_move_only_when_a_segment_arrives() {
+        let mut queue = Queue::default();
+        assert_eq!(queue.push(&[item("s:segment:15-35", 15, 35)], 60), 1);
+        assert_eq!(queue.push(&[item("s:segment:15-35", 15, 35)], 70), 0);
+        let pending = &queue.pending[0];
+        assert_eq!(
+            (
+                pending.turns_since_mention,
+                pending.queued_at_turn,
+                pending.message_count
+            ),
+            (25, 60, 12)
+        );
+        let segment = json!({"segment_id": "s:segment:15-35", "topic": "OAuth2 refresh",
+            "compressed_content": "Refresh sends the refresh token; tests pass."});
+        assert!(queue
+            .compress("s:other", &segment, Some(65), "x".into())
+            .is_none());
+        let done = queue
+            .compress(
+                "s:segment:15-35",
+                &segment,
+                Some(65),
+                "/store#s:segment:15-35".into(),
+            )
+            .expect("pending");
+        assert!(queue.pending.is_empty());
+        assert_eq!(done.original_tokens, 2400);
+        assert_eq!(done.compressed_at_turn, 65);
+        assert_eq!(done.topic, "OAuth2 refresh");
+        assert!(done.compressed_tokens > 0 && done.compressed_tokens < 40);
+        assert_eq!(done.compression_ratio, ratio(2400, done.compressed_tokens));
+        // The design's field names, exactly.
+        let value = serde_json::to_value(&queue).unwrap();
+        for key in [
+            "segment_id",
+            "topic",
+            "compressed_at_turn",
+            "original_tokens",
+            "compressed_tokens",
+            "compression_ratio",
+            "storage_location",
+            "timestamp",
+        ] {
+            assert!(value["compressed"][0].get(key).is_some(), "{key}");
+        }
+        assert!(value.get("last_check_turn").is_some());
+    }
+
+    #[test]
+    fn home_is_expanded_in_the_queue_folder() {
+        let settings = HookSettings {
+            queue_dir: Some("~/.claude/data/context_queue".into()),
+            ..HookSettings::default()
+        };
+        let dir = queue_dir(Path::new("/s"), &settings);
+        assert!(dir.ends_with(".claude/data/context_queue"));
+        assert!(!dir.to_string_lossy().starts_with('~'));
+        assert_eq!(
+            queue_path(Path::new("/s"), &HookSettings::default(), "abc"),
+            Path::new("/s/hooks/context_queue/abc_pending.json")
+        );
     }
 }

@@ -17,12 +17,14 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::extract::{self, project_path, SNIPPET_CHARS};
 use super::terms::{terms, MAX_TERMS_PER_TURN};
 use crate::context::tokens::estimate;
 use crate::transcript::{Block, Message, Role};
 
 /// The state file's layout version; another version is discarded and rebuilt.
-pub const STATE_VERSION: u32 = 1;
+/// 2: turns count assistant responses in records, the turn index, shell writes.
+pub const STATE_VERSION: u32 = 2;
 
 /// Tools whose `file_path` is a file the agent changed.
 const EDIT_TOOLS: &[&str] = &["Write", "Edit", "MultiEdit", "NotebookEdit"];
@@ -34,39 +36,24 @@ const TOPIC_OVERLAP: f64 = 0.15;
 const SEGMENT_PROFILE_TERMS: usize = 40;
 /// Terms counted per segment (the most frequent are kept).
 const MAX_SEGMENT_TERMS: usize = 300;
-/// Words that mark a sentence as a decision.
-const DECISION_CUES: &[&str] = &[
-    "decided",
-    "decision",
-    "instead of",
-    "i'll use",
-    "we'll use",
-    "i will use",
-    "going with",
-    "chose",
-    "the fix is",
-    "root cause",
-    "the problem was",
-    "the issue was",
-    "rather than",
-];
-
 /// Caps of the running lists.
 const MAX_FILES: usize = 30;
 const MAX_COMMANDS: usize = 15;
 const MAX_ERRORS: usize = 10;
-const MAX_OUTCOMES: usize = 4;
+const MAX_OUTCOMES: usize = 3;
 const MAX_DECISIONS: usize = 8;
-const SNIPPET_CHARS: usize = 240;
+/// Tool calls remembered until their result arrives.
+const MAX_OPEN_CALLS: usize = 64;
 
 /// What happened over a stretch of turns: the material of a rule-based summary.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Activity {
-    /// First and last conversation turn (`turn_index`, counted in user prompts,
-    /// as `ingest` numbers messages, so `memory_get` can drill down).
+    /// First and last conversation turn (`turn_index`: user prompts, as `ingest`
+    /// numbers messages).
     pub start_turn: u64,
     pub end_turn: u64,
-    /// First and last assistant turn (responses), the hooks' clock.
+    /// First and last assistant turn (responses): the hooks' clock, and the turn
+    /// range of the records they write.
     pub start_assistant_turn: u64,
     pub end_assistant_turn: u64,
     pub first_timestamp: Option<String>,
@@ -108,6 +95,9 @@ pub struct TaskState {
     /// `TaskCreate` or `TodoWrite`.
     pub source: String,
     pub created_assistant_turn: u64,
+    /// When it was first marked in progress: its work starts there.
+    #[serde(default)]
+    pub started_assistant_turn: Option<u64>,
     pub completed_assistant_turn: Option<u64>,
     pub completed_at: Option<String>,
     pub activity: Activity,
@@ -146,6 +136,19 @@ pub struct PendingCreate {
     pub timestamp: Option<String>,
 }
 
+/// A tool call waiting for its result: what the result will tell about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpenCall {
+    pub id: String,
+    pub name: String,
+    /// The file an edit tool changes (relative to the project).
+    #[serde(default)]
+    pub file: Option<String>,
+    /// A shell command's text.
+    #[serde(default)]
+    pub command: Option<String>,
+}
+
 /// A TaskUpdate call waiting for its result (applied only if it succeeded).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingUpdate {
@@ -164,6 +167,14 @@ pub struct SessionState {
     pub transcript: PathBuf,
     /// Bytes of the transcript read so far (always at a line end).
     pub offset: u64,
+    /// Lines read so far: messages' lines are numbered from the file's start.
+    #[serde(default)]
+    pub lines: u64,
+    /// The line where each assistant turn starts (its prompt, else the response):
+    /// `turn_lines[n - 1]` for turn n. `show` and `memory_get` read turn ranges
+    /// back through it.
+    #[serde(default)]
+    pub turn_lines: Vec<u64>,
     /// xxh3 of the bytes just before `offset`: a mismatch means the file was rewritten.
     pub tail_hash: u64,
     /// User prompts so far (turns, as `ingest` counts them).
@@ -187,6 +198,16 @@ pub struct SessionState {
     pub tasks: Vec<TaskState>,
     pub pending_creates: BTreeMap<String, PendingCreate>,
     pub pending_updates: BTreeMap<String, PendingUpdate>,
+    /// Tool calls whose result has not been read yet.
+    #[serde(default)]
+    pub open_calls: VecDeque<OpenCall>,
+    /// The TodoWrite list as last written (task ids, in order).
+    #[serde(default)]
+    pub todo_order: Vec<String>,
+    /// Everything since the last change of the task list: the work of a task
+    /// completed without ever being marked in progress.
+    #[serde(default)]
+    pub since_task_change: Activity,
     /// Terms of the last turns, oldest first.
     pub recent: VecDeque<TurnTerms>,
     pub open_segment: Option<SegmentState>,
@@ -258,14 +279,18 @@ impl SessionState {
         }
         if message.is_prompt() {
             self.prompts += 1;
+            self.note_turn_start(self.assistant_turns + 1, message.line);
             self.on_prompt(message, &text);
         }
         if message.role == Role::Assistant {
             self.on_assistant(message, recent_turns);
+            self.note_turn_start(self.assistant_turns, message.line);
         }
         let turn = message.turn_index;
         let assistant_turn = self.assistant_turns;
-        // Who receives this message's activity: the open segment, tasks in progress.
+        let cwd = self.cwd.clone();
+        // Who receives this message's activity: the tasks in progress, the open
+        // segment, and the work since the task list last changed.
         let mut targets: Vec<&mut Activity> = self
             .tasks
             .iter_mut()
@@ -275,6 +300,7 @@ impl SessionState {
         if let Some(segment) = self.open_segment.as_mut() {
             targets.push(&mut segment.activity);
         }
+        targets.push(&mut self.since_task_change);
         for activity in targets.iter_mut() {
             activity.messages += u64::from(!continues);
             activity.tokens += tokens;
@@ -285,62 +311,106 @@ impl SessionState {
             }
         }
         let mut turn_terms: Vec<String> = Vec::new();
+        let mut files: Vec<String> = Vec::new();
+        let mut errors: Vec<String> = Vec::new();
+        let mut decisions: Vec<String> = Vec::new();
         for block in &message.content {
             match block {
                 Block::Text { text } if message.role == Role::Assistant => {
                     turn_terms.extend(terms(text, MAX_TERMS_PER_TURN));
-                    let outcome = first_sentence(text);
-                    let decisions = decision_sentences(text);
+                    let outcomes = extract::outcomes(text);
+                    decisions.extend(extract::decisions(text));
                     for activity in targets.iter_mut() {
-                        if let Some(o) = &outcome {
+                        for o in &outcomes {
                             push_latest(&mut activity.outcomes, o, MAX_OUTCOMES);
                         }
-                        for d in &decisions {
-                            push_capped(&mut activity.decisions, d, MAX_DECISIONS);
-                        }
-                    }
-                    for d in &decisions {
-                        push_latest(&mut self.decisions, d, MAX_DECISIONS);
                     }
                 }
                 Block::Text { text } => turn_terms.extend(terms(text, MAX_TERMS_PER_TURN)),
-                Block::ToolUse { name, input, .. } => {
+                Block::ToolUse { id, name, input } => {
                     turn_terms.extend(terms(&tool_input_words(input), MAX_TERMS_PER_TURN));
-                    if EDIT_TOOLS.contains(&name.as_str()) {
-                        if let Some(path) = file_path(input) {
-                            for activity in targets.iter_mut() {
-                                push_latest(&mut activity.files_modified, &path, MAX_FILES);
-                            }
-                            push_latest(&mut self.modified_files, &path, MAX_FILES);
+                    let command = input
+                        .get("command")
+                        .and_then(Value::as_str)
+                        .map(|c| c.trim().to_string());
+                    if let Some(command) = &command {
+                        let shown = cut(command, SNIPPET_CHARS);
+                        for activity in targets.iter_mut() {
+                            push_capped(&mut activity.commands, &shown, MAX_COMMANDS);
+                        }
+                        if is_test_command(&shown) {
+                            push_latest(&mut self.test_commands, &shown, 10);
                         }
                     }
-                    if let Some(command) = input.get("command").and_then(Value::as_str) {
-                        let command = cut(command.trim(), SNIPPET_CHARS);
-                        for activity in targets.iter_mut() {
-                            push_capped(&mut activity.commands, &command, MAX_COMMANDS);
-                        }
-                        if is_test_command(&command) {
-                            push_latest(&mut self.test_commands, &command, 10);
-                        }
+                    let file = EDIT_TOOLS
+                        .contains(&name.as_str())
+                        .then(|| file_path(input))
+                        .flatten()
+                        .map(|p| project_path(&p, cwd.as_deref()));
+                    self.open_calls.push_back(OpenCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                        file,
+                        command: command.filter(|_| name == "Bash"),
+                    });
+                    while self.open_calls.len() > MAX_OPEN_CALLS {
+                        self.open_calls.pop_front();
                     }
                 }
                 Block::ToolResult {
+                    tool_use_id,
                     content,
-                    is_error: true,
+                    is_error,
                     ..
                 } => {
-                    if let Some(line) = content.lines().find(|l| !l.trim().is_empty()) {
-                        let line = cut(line.trim(), SNIPPET_CHARS);
-                        for activity in targets.iter_mut() {
-                            push_capped(&mut activity.errors, &line, MAX_ERRORS);
+                    let call = self
+                        .open_calls
+                        .iter()
+                        .position(|c| &c.id == tool_use_id)
+                        .and_then(|i| self.open_calls.remove(i));
+                    let shell = call.as_ref().and_then(|c| c.command.as_deref());
+                    errors.extend(extract::errors(content, *is_error, shell.is_some()));
+                    // An edit counts once it succeeded; a command's writes unless it
+                    // never ran (rejected, interrupted).
+                    if let Some(file) = call.as_ref().and_then(|c| c.file.clone()) {
+                        if !is_error {
+                            files.push(file);
                         }
-                        push_latest(&mut self.errors, &line, MAX_ERRORS);
+                    }
+                    if let Some(command) = shell {
+                        if !extract::never_ran(content) {
+                            files.extend(
+                                extract::shell_written_files(command)
+                                    .iter()
+                                    .map(|f| project_path(f, cwd.as_deref())),
+                            );
+                        }
                     }
                 }
                 _ => {}
             }
         }
+        for activity in targets.iter_mut() {
+            for file in &files {
+                push_latest(&mut activity.files_modified, file, MAX_FILES);
+            }
+            for error in &errors {
+                push_capped(&mut activity.errors, error, MAX_ERRORS);
+            }
+            for d in &decisions {
+                push_capped(&mut activity.decisions, d, MAX_DECISIONS);
+            }
+        }
         drop(targets);
+        for file in &files {
+            push_latest(&mut self.modified_files, file, MAX_FILES);
+        }
+        for error in &errors {
+            push_latest(&mut self.errors, error, MAX_ERRORS);
+        }
+        for d in &decisions {
+            push_latest(&mut self.decisions, d, MAX_DECISIONS);
+        }
         if let Some(segment) = self.open_segment.as_mut() {
             for term in &turn_terms {
                 *segment.term_counts.entry(term.clone()).or_default() += 1;
@@ -349,6 +419,13 @@ impl SessionState {
         }
         self.add_recent_terms(turn_terms);
         self.track_tasks(message, turn, timestamp.as_ref());
+    }
+
+    /// Notes where turn `turn` starts, the first time a message of it is seen.
+    fn note_turn_start(&mut self, turn: u64, line: usize) {
+        if turn >= 1 && (self.turn_lines.len() as u64) < turn {
+            self.turn_lines.push(line as u64);
+        }
     }
 
     fn on_assistant(&mut self, message: &Message, recent_turns: usize) {
@@ -394,6 +471,11 @@ impl SessionState {
     /// A typed prompt may open a new topic: close the segment when the prompt
     /// shares little with it (or it has grown long), once it has enough messages.
     fn on_prompt(&mut self, message: &Message, text: &str) {
+        // `/exit`, local command output, an interruption: the harness speaking,
+        // not a new topic.
+        if is_harness_prompt(text) {
+            return;
+        }
         let prompt_terms = terms(text, MAX_TERMS_PER_TURN);
         let min_messages = 5;
         let switch = match &self.open_segment {
@@ -435,12 +517,23 @@ impl SessionState {
         if segment.activity.messages < 2 {
             return;
         }
-        segment.key_terms = key_terms(&segment, &self.closed_segments);
+        segment.key_terms = key_terms(&segment, &self.closed_segments, &self.project_terms());
         self.closed_segments.push(segment);
         // Bound the state: very old small segments that never went cold are dropped.
         if self.closed_segments.len() > 200 {
             self.closed_segments.remove(0);
         }
+    }
+
+    /// The terms of the project folder's path (`users`, `work`, the repository's
+    /// name): every file path of the session holds them, so they name no topic.
+    fn project_terms(&self) -> BTreeSet<String> {
+        self.cwd
+            .as_deref()
+            .map(|cwd| terms(&cwd.replace(['/', '\\'], " "), 64))
+            .unwrap_or_default()
+            .into_iter()
+            .collect()
     }
 
     fn add_recent_terms(&mut self, new_terms: Vec<String>) {
@@ -554,6 +647,7 @@ impl SessionState {
             status: "pending".into(),
             source: "TaskCreate".into(),
             created_assistant_turn: create.assistant_turn,
+            started_assistant_turn: None,
             completed_assistant_turn: None,
             completed_at: None,
             activity: Activity::starting(
@@ -563,6 +657,7 @@ impl SessionState {
             ),
             summarized: false,
         });
+        self.task_list_changed(create.timestamp.as_ref());
     }
 
     fn apply_update(&mut self, update: PendingUpdate) {
@@ -571,6 +666,8 @@ impl SessionState {
                 .retain(|t| t.id != update.task_id || t.summarized);
             return;
         }
+        let now = self.now();
+        let since = self.since_task_change.clone();
         let Some(task) = self.tasks.iter_mut().find(|t| t.id == update.task_id) else {
             return;
         };
@@ -578,44 +675,89 @@ impl SessionState {
             task.subject = subject;
         }
         if let Some(status) = update.status {
-            set_status(
-                task,
-                &status,
-                update.assistant_turn,
-                update.timestamp.as_ref(),
-            );
+            if set_status(task, &status, now, update.timestamp.as_ref(), &since) {
+                self.task_list_changed(update.timestamp.as_ref());
+            }
         }
     }
 
-    fn apply_todos(&mut self, input: &Value, turn: u64, timestamp: Option<&String>) {
+    /// A TodoWrite call: the whole list as it is now. An item whose text changed
+    /// in place (same position, old text gone) is the same task renamed; items
+    /// dropped from the list before completion are gone.
+    fn apply_todos(&mut self, input: &Value, _turn: u64, timestamp: Option<&String>) {
         let Some(todos) = input.get("todos").and_then(Value::as_array) else {
             return;
         };
-        for todo in todos {
-            let content = str_field(todo, "content");
-            if content.trim().is_empty() {
-                continue;
+        let list: Vec<(String, String, String)> = todos
+            .iter()
+            .map(|todo| (str_field(todo, "content"), str_field(todo, "status")))
+            .filter(|(content, _)| !content.trim().is_empty())
+            .map(|(content, status)| (todo_id(&content), content, status))
+            .collect();
+        let listed = |id: &str| list.iter().any(|(i, _, _)| i == id);
+        let now = self.now();
+        let mut changed = false;
+        for (position, (id, content, status)) in list.iter().enumerate() {
+            if !self.tasks.iter().any(|t| &t.id == id) {
+                let renamed = self
+                    .todo_order
+                    .get(position)
+                    .filter(|old| !listed(old))
+                    .and_then(|old| {
+                        self.tasks
+                            .iter_mut()
+                            .find(|t| &t.id == old && t.status != "completed" && !t.summarized)
+                    });
+                match renamed {
+                    Some(task) => {
+                        task.id = id.clone();
+                        task.subject = content.clone();
+                    }
+                    None => {
+                        self.tasks.push(TaskState {
+                            id: id.clone(),
+                            subject: content.clone(),
+                            description: String::new(),
+                            status: "pending".into(),
+                            source: "TodoWrite".into(),
+                            created_assistant_turn: now.assistant_turn,
+                            started_assistant_turn: None,
+                            completed_assistant_turn: None,
+                            completed_at: None,
+                            activity: Activity::starting(now.turn, now.assistant_turn, timestamp),
+                            summarized: false,
+                        });
+                        changed = true;
+                    }
+                }
             }
-            let status = str_field(todo, "status");
-            let id = todo_id(&content);
-            if !self.tasks.iter().any(|t| t.id == id) {
-                self.tasks.push(TaskState {
-                    id: id.clone(),
-                    subject: content.clone(),
-                    description: String::new(),
-                    status: "pending".into(),
-                    source: "TodoWrite".into(),
-                    created_assistant_turn: self.assistant_turns,
-                    completed_assistant_turn: None,
-                    completed_at: None,
-                    activity: Activity::starting(turn, self.assistant_turns, timestamp),
-                    summarized: false,
-                });
+            let since = self.since_task_change.clone();
+            if let Some(task) = self.tasks.iter_mut().find(|t| &t.id == id) {
+                changed |= set_status(task, status, now, timestamp, &since);
             }
-            let turn_now = self.assistant_turns;
-            if let Some(task) = self.tasks.iter_mut().find(|t| t.id == id) {
-                set_status(task, &status, turn_now, timestamp);
-            }
+        }
+        let before = self.tasks.len();
+        self.tasks.retain(|t| {
+            t.source != "TodoWrite" || t.summarized || t.status == "completed" || listed(&t.id)
+        });
+        changed |= self.tasks.len() != before;
+        self.todo_order = list.into_iter().map(|(id, _, _)| id).collect();
+        if changed {
+            self.task_list_changed(timestamp);
+        }
+    }
+
+    /// The task list changed: work from here on belongs to what comes next.
+    fn task_list_changed(&mut self, timestamp: Option<&String>) {
+        let now = self.now();
+        self.since_task_change = Activity::starting(now.turn, now.assistant_turn, timestamp);
+    }
+
+    /// The conversation turn and assistant turn now.
+    fn now(&self) -> Now {
+        Now {
+            turn: self.prompts.saturating_sub(1),
+            assistant_turn: self.assistant_turns,
         }
     }
 
@@ -632,20 +774,50 @@ impl SessionState {
     }
 }
 
-fn set_status(task: &mut TaskState, status: &str, assistant_turn: u64, timestamp: Option<&String>) {
+/// A point in the session: conversation turn and assistant turn.
+#[derive(Debug, Clone, Copy)]
+struct Now {
+    turn: u64,
+    assistant_turn: u64,
+}
+
+/// Sets a task's status; returns whether it changed. A task's work starts when
+/// it is first marked in progress; one completed without that gets the work
+/// done since the task list last changed (`since`).
+fn set_status(
+    task: &mut TaskState,
+    status: &str,
+    now: Now,
+    timestamp: Option<&String>,
+    since: &Activity,
+) -> bool {
     if status.is_empty() || task.status == status {
-        return;
+        return false;
     }
     task.status = status.to_string();
-    if status == "completed" {
-        task.completed_assistant_turn = Some(assistant_turn);
-        task.completed_at = timestamp
-            .cloned()
-            .or_else(|| task.activity.last_timestamp.clone());
-        task.activity.end_assistant_turn = task.activity.end_assistant_turn.max(assistant_turn);
-    } else {
-        task.completed_assistant_turn = None;
+    match status {
+        "in_progress" => {
+            if task.started_assistant_turn.is_none() {
+                task.started_assistant_turn = Some(now.assistant_turn);
+                task.activity = Activity::starting(now.turn, now.assistant_turn, timestamp);
+            }
+            task.completed_assistant_turn = None;
+        }
+        "completed" => {
+            if task.started_assistant_turn.is_none() {
+                task.started_assistant_turn = Some(since.start_assistant_turn);
+                task.activity = since.clone();
+            }
+            task.completed_assistant_turn = Some(now.assistant_turn);
+            task.completed_at = timestamp
+                .cloned()
+                .or_else(|| task.activity.last_timestamp.clone());
+            task.activity.end_assistant_turn =
+                task.activity.end_assistant_turn.max(now.assistant_turn);
+        }
+        _ => task.completed_assistant_turn = None,
     }
+    true
 }
 
 /// The stable id of a TodoWrite item (it has none of its own): a hash of its text.
@@ -747,73 +919,62 @@ fn is_test_command(command: &str) -> bool {
 }
 
 /// The line of a prompt that names its topic: the first with words, past
-/// harness markup such as `<task-notification>` or `<command-name>` tags.
+/// harness markup such as `<task-notification>` or `<command-name>` tags and
+/// markdown heading marks. A first line that only announces what follows
+/// ("Implement the following plan:") gets the next line added.
 pub fn topic_line(text: &str) -> String {
-    for line in text.lines() {
-        let mut line = line.trim();
-        // Drop leading tags: `<tag>`, `</tag>`, `<tag attr="x">`.
-        while line.starts_with('<') {
-            match line.find('>') {
-                Some(end) => line = line[end + 1..].trim_start(),
-                None => break,
-            }
-        }
-        let line = line.split('<').next().unwrap_or("").trim();
-        if line.chars().filter(|c| c.is_alphabetic()).count() >= 3 {
-            return line.to_string();
+    let mut lines = text
+        .lines()
+        .map(words_of_line)
+        .filter(|l| l.chars().filter(|c| c.is_alphabetic()).count() >= 3);
+    let Some(first) = lines.next() else {
+        return String::new();
+    };
+    if first.ends_with(':') {
+        if let Some(next) = lines.next() {
+            return format!("{first} {next}");
         }
     }
-    String::new()
+    first
 }
 
-/// The first sentence (or line) of an assistant text, cut to a snippet.
-fn first_sentence(text: &str) -> Option<String> {
-    let line = text.lines().map(str::trim).find(|l| l.len() >= 12)?;
-    let line = line.trim_start_matches(['#', '*', '-', ' ']);
-    let end = line
-        .char_indices()
-        .find(|&(i, c)| matches!(c, '.' | '!' | '?') && line[i + 1..].starts_with(' '))
-        .map_or(line.len(), |(i, _)| i + 1);
-    let sentence = line[..end].trim();
-    (sentence.len() >= 12).then(|| cut(sentence, SNIPPET_CHARS))
-}
-
-/// Sentences of an assistant text that state a decision.
-fn decision_sentences(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for sentence in sentences(text) {
-        let s = sentence.trim_start_matches(['#', '*', '-', '>', ' ']);
-        // Code (comments, fences) is not a decision stated to the user.
-        if s.len() < 12 || s.starts_with("//") || s.contains("```") {
-            continue;
-        }
-        let lower = s.to_lowercase();
-        if DECISION_CUES.iter().any(|cue| lower.contains(cue)) {
-            out.push(cut(s, SNIPPET_CHARS));
-            if out.len() >= 3 {
-                break;
-            }
+/// A line without leading tags (`<tag>`, `</tag>`, `<tag attr="x">`), what
+/// follows a later tag, heading marks and emphasis.
+fn words_of_line(line: &str) -> String {
+    let mut line = line.trim();
+    while line.starts_with('<') {
+        match line.find('>') {
+            Some(end) => line = line[end + 1..].trim_start(),
+            None => break,
         }
     }
-    out
+    let line = line.split('<').next().unwrap_or("");
+    line.trim_start_matches(['#', ' '])
+        .trim()
+        .trim_matches('*')
+        .trim()
+        .to_string()
 }
 
-/// The sentences of a text: cut after `.`, `!` or `?` followed by a space (so
-/// `test.go` stays whole) and at line ends.
-fn sentences(text: &str) -> impl Iterator<Item = &str> {
-    text.lines().flat_map(|line| {
-        let mut parts = Vec::new();
-        let mut start = 0;
-        let bytes = line.as_bytes();
-        for (i, &b) in bytes.iter().enumerate() {
-            if matches!(b, b'.' | b'!' | b'?') && bytes.get(i + 1) == Some(&b' ') {
-                parts.push(line[start..=i].trim());
-                start = i + 1;
-            }
-        }
-        parts.push(line[start..].trim());
-        parts.into_iter().filter(|p| !p.is_empty())
-    })
+/// Whether a prompt is the harness speaking rather than the user: a slash
+/// command (`<command-name>/exit</command-name>`), a local command's output, a
+/// background task's notice, an interruption marker.
+pub fn is_harness_prompt(text: &str) -> bool {
+    const TAGS: &[&str] = &[
+        "<command-name>",
+        "<command-message>",
+        "<command-args>",
+        "<local-command-",
+        "<bash-input>",
+        "<bash-stdout>",
+        "<bash-stderr>",
+        "<task-notification>",
+        "<system-reminder>",
+        "[request interrupted by user",
+        "caveat: the messages below were generated by the user while running local commands",
+    ];
+    let head = text.trim_start().to_lowercase();
+    TAGS.iter().any(|tag| head.starts_with(tag))
 }
 
 /// Share of the prompt's terms found among the segment's most frequent terms.
@@ -835,20 +996,25 @@ fn top_terms(counts: &BTreeMap<String, u32>, n: usize) -> Vec<&str> {
 }
 
 /// The terms that name a segment's topic: frequent in it, rare in the other
-/// segments (tf·idf), at most six.
-fn key_terms(segment: &SegmentState, others: &[SegmentState]) -> Vec<String> {
+/// segments (tf·idf, where a term every segment holds weighs almost nothing),
+/// never a part of the project's own path; at most six.
+fn key_terms(
+    segment: &SegmentState,
+    others: &[SegmentState],
+    project: &BTreeSet<String>,
+) -> Vec<String> {
     let docs = others.len() as f64 + 1.0;
     let mut scored: Vec<(f64, &str)> = segment
         .term_counts
         .iter()
-        .filter(|(_, &c)| c >= 2)
+        .filter(|(term, &c)| c >= 2 && !project.contains(term.as_str()))
         .map(|(term, &count)| {
             let df = 1.0
                 + others
                     .iter()
                     .filter(|o| o.term_counts.contains_key(term))
                     .count() as f64;
-            (f64::from(count) * (1.0 + (docs / df).ln()), term.as_str())
+            (f64::from(count) * ((docs + 1.0) / df).ln(), term.as_str())
         })
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
@@ -916,19 +1082,18 @@ mod tests {
     }
 
     #[test]
-    fn decisions_and_outcomes_are_picked_from_text() {
-        let text = "I looked at it. The root cause was a stale cache in test.go. I'll use a TTL instead of manual flushes.\n// Instead of: flush()";
+    fn plans_get_their_title_and_harness_prompts_are_not_topics() {
         assert_eq!(
-            decision_sentences(text),
-            [
-                "The root cause was a stale cache in test.go.",
-                "I'll use a TTL instead of manual flushes."
-            ]
+            topic_line("Implement the following plan:\n\n# Remove transcript_path Storage\n\nmore"),
+            "Implement the following plan: Remove transcript_path Storage"
         );
-        assert_eq!(
-            first_sentence("## Done\nAll 12 tests pass now. Next up: docs").as_deref(),
-            Some("All 12 tests pass now.")
-        );
+        assert!(is_harness_prompt(
+            "<command-name>/exit</command-name>\n<command-message>exit</command-message>"
+        ));
+        assert!(is_harness_prompt(
+            "[Request interrupted by user for tool use]"
+        ));
+        assert!(!is_harness_prompt("Fix the <b> tag in the header"));
         assert!(is_test_command("cd web && npm test -- --watch=false"));
         assert!(!is_test_command("ls -la"));
     }
