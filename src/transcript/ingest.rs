@@ -185,26 +185,53 @@ pub struct IngestReport {
     pub parse_mb_per_s: f64,
     pub store: Option<AddReport>,
     /// Messages not written because a more complete file holds the same message
-    /// (a session copied into two files): the copy from the larger file wins.
+    /// (a session copied into two files): the copy from the file with more of
+    /// the session's lines wins.
     pub superseded: usize,
     pub seconds: f64,
     pub dry_run: bool,
 }
 
-/// How complete a transcript file is taken to be: its size on disk, then its
-/// path (so ties break the same way every time). A file that cannot be read
-/// ranks lowest.
+/// How complete a copy of a session a transcript file is, judged by its
+/// content: the lines it holds, then the time of its last line, then its path
+/// (so ties break the same way every time). A checkpoint or partial copy holds
+/// a prefix of the session's lines, so the full file has more of them, whatever
+/// their size on disk (a `.jsonl.gz` is a tenth of the `.jsonl` it holds). A
+/// file that cannot be read ranks lowest.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct FileRank(Option<(u64, String)>);
+pub struct FileRank(Option<(u64, String, String)>);
 
 impl FileRank {
-    fn of(path: &str) -> FileRank {
-        FileRank(
-            std::fs::metadata(path)
-                .ok()
-                .map(|m| (m.len(), path.to_string())),
-        )
+    /// The rank of the file at `path`, read (and decompressed) now.
+    pub fn of(path: &str) -> FileRank {
+        match read_bytes(Path::new(path)) {
+            Ok(bytes) => FileRank::of_bytes(path, &bytes),
+            Err(_) => FileRank(None),
+        }
     }
+
+    /// The rank of a file whose (decompressed) bytes are `bytes`.
+    pub fn of_bytes(path: &str, bytes: &[u8]) -> FileRank {
+        let lines = bytes
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.trim_ascii().is_empty())
+            .count() as u64;
+        FileRank(Some((lines, last_timestamp(bytes), path.to_string())))
+    }
+}
+
+/// The `timestamp` of the last line that has one ("" when none does).
+fn last_timestamp(bytes: &[u8]) -> String {
+    const KEY: &[u8] = b"\"timestamp\"";
+    bytes
+        .rsplit(|&b| b == b'\n')
+        // Parse only lines that can hold one: most of a file is not read.
+        .filter(|line| line.windows(KEY.len()).any(|w| w == KEY))
+        .find_map(|line| {
+            let value: Value = serde_json::from_slice(line.trim_ascii()).ok()?;
+            value.get("timestamp")?.as_str().map(str::to_string)
+        })
+        .unwrap_or_default()
 }
 
 /// The file a stored or new message record came from.
@@ -215,11 +242,11 @@ fn origin_path(record: &Record) -> Option<&str> {
 /// One record per id, from the most complete file that holds it.
 ///
 /// The same session can sit in two files (a checkpoint copy repeats the first
-/// lines of a later one), so the same message id comes from both. Keeping the
-/// copy from the larger file, here and against what the store already holds,
-/// makes ingest stable: reading the same folder again changes nothing, whatever
-/// part of each file a resumed read covers. Returns the records to write and how
-/// many were left out.
+/// lines of a later one, a partial copy its first lines), so the same message id
+/// comes from both. Keeping the copy from the more complete file ([`FileRank`]),
+/// here and against what the store already holds, makes ingest stable: reading
+/// the files again, in any order, changes nothing, whatever part of each file a
+/// resumed read covers. Returns the records to write and how many were left out.
 fn most_complete_copies(
     store: &Store,
     records: Vec<(FileRank, Record)>,
@@ -292,7 +319,7 @@ pub fn ingest(
         let transcript = read_slice(path, &bytes, options.format, from)?;
         parse_time += t.elapsed();
         if store.is_some() && !options.dry_run {
-            let rank = FileRank::of(&path.display().to_string());
+            let rank = FileRank::of_bytes(&path.display().to_string(), &bytes);
             records.extend(
                 transcript_records(&transcript, &options.namespace, &added_at)?
                     .into_iter()
