@@ -429,3 +429,41 @@ fn a_partial_copy_never_replaces_the_full_session_in_either_order() {
         }
     }
 }
+
+/// A subagent's messages (its own file, written after the session's compaction)
+/// take the turn of the session during which the subagent ran, not turn 0:
+/// from the session's file beside it, else from the session already stored.
+#[test]
+fn subagent_messages_take_the_sessions_turn() {
+    let store = TestStore::new();
+    let dir = samples().join("transcripts");
+    store.json(&["ingest", dir.to_str().unwrap(), "--embed", "later"]);
+    let turn = |uuid: &str| {
+        store.json(&["get", &format!("{CC_SESSION}:{uuid}")])["source"]["turn_index"].clone()
+    };
+    // m14 opened turn 1 after the compaction; the subagent it asked for ran then.
+    assert_eq!(turn("m13"), 0);
+    assert_eq!(turn("cs1"), 0);
+    assert_eq!(turn("m14"), 1);
+    for uuid in ["sa1", "sa2", "sa3"] {
+        assert_eq!(turn(uuid), 1, "{uuid}");
+    }
+    // Alone, away from the session's file: the stored session gives the turn.
+    let lone = TestStore::new();
+    lone.json(&[
+        "ingest",
+        fixture(&format!("{CC_SESSION}.jsonl.gz")).to_str().unwrap(),
+        "--embed",
+        "later",
+    ]);
+    let copy = lone.write(
+        "agent-a9f3c21.jsonl.gz",
+        &std::fs::read(fixture(&format!(
+            "{CC_SESSION}/subagents/agent-a9f3c21.jsonl.gz"
+        )))
+        .unwrap(),
+    );
+    lone.json(&["ingest", copy.to_str().unwrap(), "--embed", "later"]);
+    let sa2 = lone.json(&["get", &format!("{CC_SESSION}:sa2")]);
+    assert_eq!(sa2["source"]["turn_index"], 1, "{sa2}");
+}

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::{read_bytes, read_slice, Format, Message, ReadFrom, Skipped, Transcript};
+use super::{read_bytes, read_slice, Format, Message, ReadFrom, Skipped, Transcript, TurnAnchor};
 use crate::embed::Embedder;
 use crate::error::{Error, Origin, Result};
 use crate::record::{parse_record, ParseOptions, Record};
@@ -308,6 +308,7 @@ pub fn ingest(
     let mut records: Vec<(FileRank, Record)> = Vec::new();
     let mut states = Vec::new();
     let mut parse_time = Duration::ZERO;
+    let mut parents = ParentSessions::default();
     for (i, path) in files.iter().enumerate() {
         progress(i, files.len());
         let bytes = read_bytes(path)?;
@@ -316,8 +317,12 @@ pub fn ingest(
             _ => ReadFrom::default(),
         };
         let t = Instant::now();
-        let transcript = read_slice(path, &bytes, options.format, from)?;
+        let mut transcript = read_slice(path, &bytes, options.format, from)?;
         parse_time += t.elapsed();
+        if transcript.is_subagent() {
+            let anchors = parents.anchors(store, &transcript)?;
+            transcript.align_subagent_turns(&anchors);
+        }
         if store.is_some() && !options.dry_run {
             let rank = FileRank::of_bytes(&path.display().to_string(), &bytes);
             records.extend(
@@ -342,6 +347,57 @@ pub fn ingest(
     }
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// The turns of the sessions that subagent transcripts belong to, read once
+/// per session: from the session's own file beside the subagent's, else from
+/// the session's messages already in the store.
+#[derive(Default)]
+struct ParentSessions {
+    by_file: std::collections::HashMap<PathBuf, Vec<TurnAnchor>>,
+}
+
+impl ParentSessions {
+    fn anchors(&mut self, store: Option<&Store>, sub: &Transcript) -> Result<Vec<TurnAnchor>> {
+        if let Some(parent) = super::parent_session_file(&sub.path) {
+            if let Some(anchors) = self.by_file.get(&parent) {
+                return Ok(anchors.clone());
+            }
+            let read = super::read_file(&parent, Some(sub.format), ReadFrom::default())?;
+            let anchors = TurnAnchor::of(&read.messages);
+            self.by_file.insert(parent, anchors.clone());
+            return Ok(anchors);
+        }
+        let Some(store) = store else {
+            return Ok(Vec::new());
+        };
+        let searcher = store.reader()?.searcher();
+        let records = crate::store::browse::session_messages(
+            &searcher,
+            store.fields(),
+            &sub.session_id,
+            0,
+            u64::MAX,
+        )?;
+        Ok(records
+            .iter()
+            .filter(|r| r.source.get("is_sidechain") != Some(&Value::Bool(true)))
+            .map(|r| TurnAnchor {
+                timestamp: r
+                    .source
+                    .get("timestamp")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                turn: r.fields.start_turn.unwrap_or(0),
+                agent_id: r
+                    .source
+                    .get("tool_use_result")
+                    .and_then(|t| t.get("agentId"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            })
+            .collect())
+    }
 }
 
 impl IngestReport {
@@ -430,4 +486,150 @@ fn save_state(store: &Store, state: &IngestState) -> Result<()> {
         .map_err(|e| Error::io(tmp.path(), e))?;
     tmp.persist(&path).map_err(|e| Error::io(&path, e.error))?;
     crate::store::config::sync_dir(&dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One Claude Code line of a generated session, by kind: 0 prompt, 1 reply
+    /// over two lines (one API response), 2 tool call, 3 tool result, 4 a
+    /// compaction (boundary and summary), 5 injected text, 6 a subagent's line.
+    fn session_lines(kinds: &[u8]) -> (String, Vec<(String, u64)>) {
+        let mut text = String::new();
+        let mut expected = Vec::new();
+        let mut prompts = 0u64;
+        let mut line = |v: serde_json::Value, text: &mut String| {
+            text.push_str(&v.to_string());
+            text.push('\n');
+        };
+        for (i, kind) in kinds.iter().enumerate() {
+            let uuid = format!("u{i}");
+            let at = format!("2026-03-02T09:{:02}:{:02}.000Z", i / 60 % 60, i % 60);
+            let base =
+                json!({"sessionId": "s", "uuid": uuid, "timestamp": at, "isSidechain": false});
+            let with = |extra: serde_json::Value| {
+                let mut v = base.clone();
+                for (k, x) in extra.as_object().unwrap() {
+                    v[k] = x.clone();
+                }
+                v
+            };
+            match kind % 7 {
+                0 => {
+                    prompts += 1;
+                    line(
+                        with(
+                            json!({"type": "user", "message": {"role": "user", "content": format!("ask {i}")}}),
+                        ),
+                        &mut text,
+                    );
+                }
+                1 => {
+                    for part in ["first", "second"] {
+                        line(
+                            with(
+                                json!({"type": "assistant", "requestId": format!("r{i}"), "message": {"id": format!("m{i}"), "role": "assistant", "content": [{"type": "text", "text": format!("{part} part of {i}")}]}}),
+                            ),
+                            &mut text,
+                        );
+                    }
+                }
+                2 => line(
+                    with(
+                        json!({"type": "assistant", "requestId": format!("r{i}"), "message": {"id": format!("m{i}"), "role": "assistant", "content": [{"type": "tool_use", "id": format!("t{i}"), "name": "Bash", "input": {"command": "ls"}}]}}),
+                    ),
+                    &mut text,
+                ),
+                3 => line(
+                    with(
+                        json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": "ok"}]}}),
+                    ),
+                    &mut text,
+                ),
+                4 => {
+                    line(
+                        with(
+                            json!({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted"}),
+                        ),
+                        &mut text,
+                    );
+                    expected.push((uuid.clone(), prompts.saturating_sub(1)));
+                    let summary = format!("{uuid}-summary");
+                    let mut v = with(
+                        json!({"type": "user", "isCompactSummary": true, "message": {"role": "user", "content": [{"type": "text", "text": "This session is being continued from a previous conversation"}]}}),
+                    );
+                    v["uuid"] = json!(summary);
+                    line(v, &mut text);
+                    expected.push((summary, prompts.saturating_sub(1)));
+                    continue;
+                }
+                5 => line(
+                    with(
+                        json!({"type": "user", "isMeta": true, "message": {"role": "user", "content": "<command-name>/clear</command-name>"}}),
+                    ),
+                    &mut text,
+                ),
+                _ => line(
+                    with(
+                        json!({"type": "user", "isSidechain": true, "agentId": "a1", "message": {"role": "user", "content": "subagent task"}}),
+                    ),
+                    &mut text,
+                ),
+            }
+            expected.push((uuid, prompts.saturating_sub(1)));
+        }
+        (text, expected)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// However a growing session file is cut into reads (each resuming where
+        /// the last one saved its position, mid-line cuts included), and wherever
+        /// compactions fall, every message gets the turn a whole read gives it:
+        /// the prompts before it, counted through the whole session.
+        #[test]
+        fn turn_indices_survive_cuts_and_compactions(
+            kinds in prop::collection::vec(0u8..7, 1..40),
+            cuts in prop::collection::vec(0.0f64..1.0, 0..6),
+        ) {
+            let (text, expected) = session_lines(&kinds);
+            let bytes = text.as_bytes();
+            let path = Path::new("s.jsonl");
+            let whole = read_slice(path, bytes, Some(Format::ClaudeCode), ReadFrom::default()).unwrap();
+            let turns: std::collections::HashMap<String, u64> = whole
+                .messages
+                .iter()
+                .map(|m| (m.uuid.clone().unwrap(), m.turn_index))
+                .collect();
+            for (uuid, turn) in &expected {
+                prop_assert_eq!(turns.get(uuid), Some(turn), "{}", uuid);
+            }
+            let mut ends: Vec<usize> = cuts.iter().map(|c| (c * bytes.len() as f64) as usize).collect();
+            ends.sort_unstable();
+            ends.push(bytes.len());
+            let mut from = ReadFrom::default();
+            let mut seen = std::collections::HashMap::new();
+            for end in ends {
+                let part = &bytes[..end];
+                if (from.offset as usize) > part.len() {
+                    continue;
+                }
+                let t = read_slice(path, part, Some(Format::ClaudeCode), from.clone()).unwrap();
+                for m in &t.messages {
+                    seen.insert(m.uuid.clone().unwrap(), m.turn_index);
+                }
+                let state = next_state(&t, part);
+                from = ReadFrom {
+                    offset: state.resume_offset,
+                    prompts_before: state.prompts_before,
+                    session_id: Some(state.session_id),
+                };
+            }
+            // The last read of each message is the one stored: it matches a whole read.
+            prop_assert_eq!(seen, turns);
+        }
+    }
 }
