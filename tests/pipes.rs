@@ -105,6 +105,8 @@ fn what_a_command_stores_is_committed_before_its_output_is_cut() {
             "700",
             "--min-keep",
             "4",
+            "--overhead",
+            "0",
         ],
     );
     assert!(ended_quietly(status), "{status:?}: {stderr}");

@@ -500,7 +500,7 @@ mod tests {
         let mut text = String::new();
         let mut expected = Vec::new();
         let mut prompts = 0u64;
-        let mut line = |v: serde_json::Value, text: &mut String| {
+        let line = |v: serde_json::Value, text: &mut String| {
             text.push_str(&v.to_string());
             text.push('\n');
         };
