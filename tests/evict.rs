@@ -13,7 +13,7 @@ use knowledge_db::context::evict::{
 };
 use knowledge_db::context::priority::{classify, pack_prompt, Priority, PriorityOptions};
 use knowledge_db::context::tokens::Tokenizer;
-use knowledge_db::transcript::ingest::{message_id, transcript_records};
+use knowledge_db::transcript::ingest::{message_id, transcript_records, Via};
 use knowledge_db::transcript::{read_file, Block, Message, ReadFrom, Role};
 use knowledge_db::Store;
 use proptest::prelude::*;
@@ -197,7 +197,7 @@ proptest! {
             std::path::Path::new("prop.jsonl"), b"", Some(knowledge_db::transcript::Format::Generic), ReadFrom::default()).unwrap();
         t.session_id = "prop".into();
         t.messages = e.evicted.clone();
-        let records = transcript_records(&t, "default", "2026-01-01T00:00:00Z").unwrap();
+        let records = transcript_records(&t, "default", "2026-01-01T00:00:00Z", Via::Evict).unwrap();
         store.add(records, None, Duration::from_secs(5)).unwrap();
         for m in &e.evicted {
             let id = message_id("prop", m);

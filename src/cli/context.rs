@@ -20,7 +20,7 @@ use crate::context::tokens::Tokenizer;
 use crate::context::truncate::TruncateOptions;
 use crate::error::Error;
 use crate::store::{AddReport, Store};
-use crate::transcript::ingest::{message_id, transcript_records};
+use crate::transcript::ingest::{message_id, not_stored_yet, transcript_records, Via};
 use crate::transcript::{read_file, read_slice, Block, Message, ReadFrom, Role, Transcript};
 
 pub const TOKENS_HELP: &str = "\
@@ -325,6 +325,7 @@ fn store_full(
     t: &Transcript,
     to_store: &[(String, Message)],
     common: &TranscriptStoreArgs,
+    via: Via,
 ) -> anyhow::Result<Option<AddReport>> {
     if common.dry_run || to_store.is_empty() {
         return Ok(None);
@@ -334,7 +335,8 @@ fn store_full(
         ..t.clone()
     };
     let store = Store::open(root)?;
-    let records = transcript_records(&view, &common.namespace, &crate::now_rfc3339())?;
+    let records = transcript_records(&view, &common.namespace, &crate::now_rfc3339(), via)?;
+    let records = not_stored_yet(&store, records)?;
     let report = store.add(records, None, store.lock_timeout(common.lock_timeout))?;
     super::maintain_after_write(&store);
     Ok(Some(report))
@@ -387,7 +389,7 @@ pub fn evict(root: &Path, args: EvictArgs) -> anyhow::Result<ExitCode> {
     )
     .map_err(usage_error)?;
     let evict_seconds = started.elapsed().as_secs_f64();
-    let stored = store_full(root, &t, &rolled.to_store, &args.common)?;
+    let stored = store_full(root, &t, &rolled.to_store, &args.common, Via::Evict)?;
     let eviction = &rolled.eviction;
     // Before truncation too: the prompt as the transcript had it.
     let tokens_before = rolled
@@ -514,7 +516,7 @@ pub fn pack(root: &Path, args: PackArgs) -> anyhow::Result<ExitCode> {
     let mut full = packed.cut.clone();
     full.extend(originals);
     let to_store = full_versions(&dropped, &packed.kept, full, &record_id);
-    let stored = store_full(root, &t, &to_store, &args.common)?;
+    let stored = store_full(root, &t, &to_store, &args.common, Via::Pack)?;
     let mut by_priority: BTreeMap<&str, usize> = BTreeMap::new();
     for (p, _) in &packed.dropped {
         *by_priority.entry(p.as_str()).or_default() += 1;

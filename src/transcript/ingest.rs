@@ -34,8 +34,33 @@ pub fn message_id(session_id: &str, message: &Message) -> String {
     }
 }
 
-/// The `message` record JSON for one message of `transcript`.
-pub fn message_record(transcript: &Transcript, message: &Message, namespace: &str) -> Value {
+/// Which flow wrote a message record, kept as its `origin.via`: a message
+/// ingested from a transcript and one evicted from a live context are told
+/// apart later (what `prune`'s summary says of them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    Ingest,
+    Evict,
+    Pack,
+}
+
+impl Via {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Ingest => "ingest",
+            Via::Evict => "evict",
+            Via::Pack => "pack",
+        }
+    }
+}
+
+/// The `message` record JSON for one message of `transcript`, written by `via`.
+pub fn message_record(
+    transcript: &Transcript,
+    message: &Message,
+    namespace: &str,
+    via: Via,
+) -> Value {
     let session = message
         .session_id
         .clone()
@@ -68,6 +93,7 @@ pub fn message_record(transcript: &Transcript, message: &Message, namespace: &st
             "path": transcript.path.display().to_string(),
             "format": transcript.format.as_str(),
             "line": message.line,
+            "via": via.as_str(),
         },
     });
     let Value::Object(map) = &mut record else {
@@ -100,11 +126,12 @@ pub fn message_record(transcript: &Transcript, message: &Message, namespace: &st
     record
 }
 
-/// Validated records for every message of `transcript`.
+/// Validated records for every message of `transcript`, written by `via`.
 pub fn transcript_records(
     transcript: &Transcript,
     namespace: &str,
     added_at: &str,
+    via: Via,
 ) -> Result<Vec<Record>> {
     let options = ParseOptions {
         added_at: added_at.to_string(),
@@ -115,7 +142,7 @@ pub fn transcript_records(
     let mut records = Vec::with_capacity(transcript.messages.len());
     let mut errors = Vec::new();
     for message in &transcript.messages {
-        let value = message_record(transcript, message, namespace);
+        let value = message_record(transcript, message, namespace, via);
         match parse_record(value, &Origin::line(path.clone(), message.line), &options) {
             Ok(r) => records.push(r),
             Err(e) => errors.push(e),
@@ -125,6 +152,21 @@ pub fn transcript_records(
         return Err(Error::Input(crate::error::InputErrors(errors)));
     }
     Ok(records)
+}
+
+/// The records whose message the store does not hold yet with the same text:
+/// a message ingested before it was evicted (or evicted twice) is stored once,
+/// and keeps the `via` it was first written with instead of flipping.
+pub fn not_stored_yet(store: &Store, records: Vec<Record>) -> Result<Vec<Record>> {
+    let searcher = store.reader()?.searcher();
+    let mut out = Vec::with_capacity(records.len());
+    for record in records {
+        let stored = crate::store::get_record(&searcher, store.fields(), &record.id)?;
+        if stored.is_none_or(|s| s.source.get("text") != record.source.get("text")) {
+            out.push(record);
+        }
+    }
+    Ok(out)
 }
 
 /// How far a file was read, kept in `<store>/ingest/`.
@@ -326,7 +368,7 @@ pub fn ingest(
         if store.is_some() && !options.dry_run {
             let rank = FileRank::of_bytes(&path.display().to_string(), &bytes);
             records.extend(
-                transcript_records(&transcript, &options.namespace, &added_at)?
+                transcript_records(&transcript, &options.namespace, &added_at, Via::Ingest)?
                     .into_iter()
                     .map(|r| (rank.clone(), r)),
             );
