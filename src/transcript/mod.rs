@@ -145,6 +145,11 @@ pub struct Message {
     /// The marker line of a compaction (`compact_boundary`); older history ends here.
     #[serde(default, skip_serializing_if = "is_false")]
     pub is_compact_boundary: bool,
+    /// On an OpenClaw compaction summary: the first older entry the compaction
+    /// kept (`firstKeptEntryId`); the live context is the summary, the entries
+    /// from this one on, and what follows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_kept_uuid: Option<String>,
     /// The subagent that wrote this message (Claude Code `agentId`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
@@ -179,6 +184,7 @@ impl Message {
             is_meta: false,
             is_compact_summary: false,
             is_compact_boundary: false,
+            first_kept_uuid: None,
             agent_id: None,
             tool_use_result: None,
             turn_index: 0,
