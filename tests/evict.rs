@@ -397,28 +397,19 @@ fn evict_starts_after_the_last_compaction() {
     // Evicting from the live part never reaches older messages, and the
     // compaction summary (the only trace of them) is pinned: m14 and m15 are
     // all that could go, and a note would cost more than they do.
-    let out = store
-        .cmd()
-        .args(["evict", "--transcript", fixture.to_str().unwrap()])
-        .args([
-            "--context-window",
-            "200",
-            "--target",
-            "0.5",
-            "--min-keep",
-            "0",
-            "--overhead",
-            "0",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = store.json(&[
+        "evict",
+        "--transcript",
+        fixture.to_str().unwrap(),
+        "--context-window",
+        "200",
+        "--target",
+        "0.5",
+        "--min-keep",
+        "0",
+        "--overhead",
+        "0",
+    ]);
     let session = "7c2e9f10-4b3a-4d8e-9a61-2f5c0d8e1b47";
     assert_eq!(report["evicted_count"], 0, "{report}");
     assert_eq!(report["target_met"], false, "{report}");
@@ -911,24 +902,13 @@ fn real_sessions_are_budgeted_by_their_reported_prompt() {
 fn pack_keeps_the_compaction_summary() {
     let store = TestStore::new();
     let fixture = samples().join(CC_COMPACTED);
-    let out = store
-        .cmd()
-        .args([
-            "pack",
-            "--transcript",
-            fixture.to_str().unwrap(),
-            "--budget",
-            "150",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = store.json(&[
+        "pack",
+        "--transcript",
+        fixture.to_str().unwrap(),
+        "--budget",
+        "150",
+    ]);
     assert!(report["tokens_after"].as_u64().unwrap() <= 150, "{report}");
     let kept = report["kept"].as_array().unwrap();
     assert_eq!(kept[0]["is_compact_summary"], true, "{report}");
