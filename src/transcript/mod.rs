@@ -574,8 +574,11 @@ pub fn read_slice(
     builder.session_id = from.session_id;
     let start = (from.offset as usize).min(bytes.len());
     if start == 0 && generic::is_whole_json(bytes) {
-        generic::read_whole_json(bytes, &mut builder);
-        return Ok(builder.finish(path, format, stem, bytes.len(), 0, bytes.len()));
+        let parsed = generic::read_whole_json(bytes, &mut builder);
+        // A document that does not parse yet (still being written, or the first
+        // bytes of a JSONL line) is read again from the start next time.
+        let end = if parsed { bytes.len() } else { 0 };
+        return Ok(builder.finish(path, format, stem, bytes.len(), 0, end));
     }
     let mut parser: Box<dyn LineParser> = match format {
         Format::ClaudeCode => Box::new(claude_code::Parser),
@@ -924,6 +927,24 @@ mod tests {
         // The last line has no newline: it is read, but a resumed read starts before it.
         assert_eq!(t.end_offset as usize, text.len() - 29);
         assert_eq!(t.messages[2].turn_index, 1);
+    }
+
+    #[test]
+    fn a_first_line_still_being_written_is_read_again_from_the_start() {
+        // `{` alone looks like the start of a pretty-printed JSON document; it
+        // does not parse, so nothing of it counts as read (before, the next read
+        // resumed after it and lost the line).
+        let full = b"{\"role\":\"user\",\"content\":\"first\"}\n";
+        for cut in [1, 10] {
+            let t = read_slice(
+                Path::new("x.jsonl"),
+                &full[..cut],
+                Some(Format::Generic),
+                ReadFrom::default(),
+            )
+            .unwrap();
+            assert_eq!((t.messages.len(), t.end_offset), (0, 0), "cut at {cut}");
+        }
     }
 
     #[test]
