@@ -3,7 +3,7 @@
 evicted message again with `knowledge-db search`.
 
     benches/evict-replay.py [DIR] [N] [--window 200000] [--bin target/release/knowledge-db]
-                            [--truncate-tools] [--skip-turns]
+                            [--truncate-tools] [--skip-turns] [--overhead N]
 
 For each of the N largest transcripts in DIR (by decompressed size) it runs
 `evict --context-window W --json` into one fresh store, then searches (BM25, k=10,
@@ -11,7 +11,10 @@ one batch) for every evicted message with a query made from its own text (its
 first 16 words; with --truncate-tools also every truncated message) and reports how often the message is in the top 10 (and top 1),
 the eviction times and the token counts. With --truncate-tools, old and long
 tool outputs become placeholders first (their full text is stored too) and the
-table shows the tokens before and after truncation.
+table shows the tokens before and after truncation. `evict` budgets against the
+real prompt (messages plus the overhead its usage figures report); --overhead 0
+counts the messages alone. A transcript whose minimum does not fit the window
+(context overflow) is listed and skipped.
 
 It then adds the same evicted messages through `add` into a second store, which
 links each to the turn before it (conversation context, src/record/context.rs),
@@ -27,6 +30,7 @@ p.add_argument("--window", type=int, default=200000)
 p.add_argument("--bin", default="target/release/knowledge-db")
 p.add_argument("--truncate-tools", action="store_true")
 p.add_argument("--skip-turns", action="store_true", help="skip the turn-record comparison")
+p.add_argument("--overhead", type=int, help="passed to evict (default: measured from usage figures)")
 a = p.parse_args()
 
 files = [os.path.join(a.dir, f) for f in os.listdir(a.dir) if f.endswith((".jsonl", ".jsonl.gz"))]
@@ -44,7 +48,13 @@ queries, rows, seen = [], [], set()
 for f in files:
     started = time.perf_counter()
     extra = ["--truncate-tools"] if a.truncate_tools else []
-    report = json.loads(kdb("evict", "--transcript", f, "--context-window", str(a.window), "--json", *extra))
+    if a.overhead is not None:
+        extra += ["--overhead", str(a.overhead)]
+    try:
+        report = json.loads(kdb("evict", "--transcript", f, "--context-window", str(a.window), "--json", *extra))
+    except subprocess.CalledProcessError as e:
+        print(f"skipped {os.path.basename(f)}: {e.stderr.strip()}")
+        continue
     wall = time.perf_counter() - started
     tr = report.get("truncation") or {}
     rows.append((os.path.basename(f), report["messages_before"], report["evicted_count"],

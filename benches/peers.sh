@@ -10,6 +10,8 @@ records="${1:-10000}"
 transcripts="../shared/eval/transcripts/claude-code-entire-cli"
 work="${KNOWLEDGE_DB_BENCH_WORK:-${TMPDIR:-/tmp}/knowledge-db-bench}"
 venv="${KNOWLEDGE_DB_PEERS_VENV:-${TMPDIR:-/tmp}/knowledge-db-peers-venv}"
+# The report is written into the work folder before `bench run` would create it.
+mkdir -p "$work"
 
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
@@ -23,4 +25,4 @@ if [ "$records" -gt 100000 ]; then vectors=sampled; sample=(--max-queries 200); 
 target/release/knowledge-db bench run --from "$transcripts" --records "$records" \
   --vectors "$vectors" --work "$work" --export "$work/export-$records" --json > "$work/report-$records.json"
 "$venv/bin/python" benches/peers.py "$work/export-$records" --knowledge-db "$work/report-$records.json" \
-  --store "$work/store-vectors-$records" --bin target/release/knowledge-db "${sample[@]}"
+  --store "$work/store-vectors-$records" --bin target/release/knowledge-db ${sample[@]+"${sample[@]}"}

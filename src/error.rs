@@ -5,7 +5,7 @@
 //! to the bad spot.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Where an input record came from: a file (or `-` for stdin) and, for JSONL, a line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,7 +136,19 @@ pub enum Error {
     },
 
     #[error("text index: {0}; `knowledge-db verify` checks the store and `knowledge-db repair` rebuilds a damaged index")]
-    Index(#[from] tantivy::TantivyError),
+    Index(tantivy::TantivyError),
+
+    /// The operating system refused to read or write a file of the store: the
+    /// store is not damaged, its owner or permissions are wrong. `path` is
+    /// `None` when the refusal came without one (a tantivy lock file); the CLI
+    /// then names the folder it found unwritable ([`Error::name_denied_path`]).
+    #[error(
+        "permission denied: {}; check the owner and permissions{} (knowledge-db writes in the store \
+         folder, even to search: the index takes a lock file there)",
+        path.as_ref().map_or("a lock file of the store's index".into(), |p| p.display().to_string()),
+        path.as_deref().map_or(String::new(), |p| format!(": ls -ld {}", existing(p).display()))
+    )]
+    PermissionDenied { path: Option<PathBuf> },
 
     #[error("record `{id}` in the store is unreadable: {message}")]
     CorruptRecord { id: String, message: String },
@@ -152,12 +164,151 @@ pub enum Error {
 }
 
 impl Error {
+    /// An I/O error on `path`; a refused permission becomes [`Error::PermissionDenied`].
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io {
-            path: path.into(),
-            source,
+        let path = path.into();
+        if source.kind() == std::io::ErrorKind::PermissionDenied {
+            return Error::PermissionDenied { path: Some(path) };
+        }
+        Error::Io { path, source }
+    }
+
+    /// Names the path of a [`Error::PermissionDenied`] that came without one:
+    /// the first folder of the store at `root` this process cannot write to
+    /// (the store itself when none can be told apart, e.g. for root on a
+    /// read-only file system).
+    pub fn name_denied_path(&mut self, root: &Path) {
+        if let Error::PermissionDenied { path: path @ None } = self {
+            let candidates = [
+                root.to_path_buf(),
+                root.join("text"),
+                root.join("archive"),
+                root.join("archive").join("index"),
+                root.join("vectors"),
+            ];
+            let unwritable = candidates
+                .into_iter()
+                .find(|dir| dir.is_dir() && !writable(dir));
+            *path = Some(unwritable.unwrap_or_else(|| root.to_path_buf()));
         }
     }
 }
 
+/// `path`, or the nearest folder above it that exists (what to look at when a
+/// folder could not be created).
+fn existing(path: &Path) -> &Path {
+    path.ancestors().find(|p| p.exists()).unwrap_or(path)
+}
+
+/// Whether this process may create files in `dir`.
+fn writable(dir: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let Ok(c_path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+            return false;
+        };
+        // SAFETY: `c_path` is a valid NUL-terminated string for the call's duration.
+        unsafe { libc::access(c_path.as_ptr(), libc::W_OK) == 0 }
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::metadata(dir).is_ok_and(|m| !m.permissions().readonly())
+    }
+}
+
+impl From<tantivy::TantivyError> for Error {
+    fn from(error: tantivy::TantivyError) -> Self {
+        match permission_denied_in(&error) {
+            Some(path) => Error::PermissionDenied { path },
+            None => Error::Index(error),
+        }
+    }
+}
+
+/// Whether a tantivy error is the operating system refusing access, and the
+/// absolute path it names if it names one.
+fn permission_denied_in(error: &tantivy::TantivyError) -> Option<Option<PathBuf>> {
+    use tantivy::directory::error::{LockError, OpenDirectoryError, OpenReadError, OpenWriteError};
+    use tantivy::TantivyError as T;
+    let denied = |e: &std::io::Error| e.kind() == std::io::ErrorKind::PermissionDenied;
+    // Tantivy names files relative to its directory: only an absolute path helps.
+    let named = |p: &Path| Some(p.is_absolute().then(|| p.to_path_buf()));
+    match error {
+        T::LockFailure(LockError::IoError(e), _) | T::IoError(e) if denied(e) => Some(None),
+        T::OpenWriteError(OpenWriteError::IoError { io_error, filepath })
+        | T::OpenReadError(OpenReadError::IoError { io_error, filepath })
+            if denied(io_error) =>
+        {
+            named(filepath)
+        }
+        T::OpenDirectoryError(OpenDirectoryError::IoError {
+            io_error,
+            directory_path,
+        }) if denied(io_error) => named(directory_path),
+        _ => None,
+    }
+}
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::ErrorKind;
+    use std::sync::Arc;
+    use tantivy::directory::error::{LockError, OpenWriteError};
+
+    fn denied() -> std::io::Error {
+        std::io::Error::from(ErrorKind::PermissionDenied)
+    }
+
+    #[test]
+    fn a_refused_permission_is_named_once_with_the_fix() {
+        // What a reader of a read-only store gets from tantivy: no path, debug output.
+        let lock = tantivy::TantivyError::LockFailure(LockError::IoError(Arc::new(denied())), None);
+        let mut error = Error::from(lock);
+        assert!(
+            matches!(error, Error::PermissionDenied { path: None }),
+            "{error:?}"
+        );
+        let store = tempfile::tempdir().unwrap();
+        error.name_denied_path(store.path());
+        let text = error.to_string();
+        assert!(
+            text.starts_with(&format!("permission denied: {};", store.path().display())),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "check the owner and permissions: ls -ld {}",
+                store.path().display()
+            )),
+            "{text}"
+        );
+        assert!(
+            !text.contains("IoError") && !text.contains("repair"),
+            "{text}"
+        );
+        // A path tantivy gives is kept; an I/O error on a path says the same.
+        let write = tantivy::TantivyError::OpenWriteError(OpenWriteError::IoError {
+            io_error: Arc::new(denied()),
+            filepath: PathBuf::from("/store/text/meta.json"),
+        });
+        assert!(Error::from(write)
+            .to_string()
+            .starts_with("permission denied: /store/text/meta.json;"));
+        let io = Error::io("/store/LOCK", denied());
+        assert!(io
+            .to_string()
+            .starts_with("permission denied: /store/LOCK;"));
+        // Other errors stay what they were.
+        let missing = Error::io("/store/x", std::io::Error::from(ErrorKind::NotFound));
+        assert!(matches!(missing, Error::Io { .. }));
+        let busy = Error::from(tantivy::TantivyError::LockFailure(
+            LockError::LockBusy,
+            None,
+        ));
+        assert!(matches!(busy, Error::Index(_)));
+    }
+}

@@ -517,3 +517,126 @@ fn a_crash_while_superseding_an_archived_copy_is_recovered() {
         assert_eq!(both, 10, "{point}");
     }
 }
+
+/// Archives and prunes everything in `store`, then returns the message summary
+/// of `session` (its id and `get` output).
+fn prune_all(store: &TestStore, session: &str) -> (String, Value) {
+    store.json(&["archive", "--older-than", "0s"]);
+    let report = store.json(&["prune", "--older-than", "0s"]);
+    let id = report["pruned"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["id"].as_str())
+        .find(|id| id.starts_with(&format!("pruned-messages:{session}")))
+        .unwrap_or_else(|| panic!("no summary of {session}: {report}"))
+        .to_string();
+    let summary = store.json(&["get", &id]);
+    (id, summary)
+}
+
+#[test]
+fn a_pruned_session_is_still_found_by_what_it_was_about() {
+    let session = "7c2e9f10-4b3a-4d8e-9a61-2f5c0d8e1b47";
+    let store = TestStore::new();
+    let transcript = common::samples().join("transcripts/uncompacted-session.jsonl.gz");
+    store.json(&["ingest", transcript.to_str().unwrap(), "--embed", "later"]);
+    let (id, summary) = prune_all(&store, session);
+    // The session's subject, in the user's words, finds its summary in L3 and
+    // across tiers, though every raw message is gone.
+    for tier in ["l3", "all"] {
+        let found = store.json(&[
+            "search",
+            "flaky tokenizer test",
+            "--tier",
+            tier,
+            "--mode",
+            "bm25",
+        ]);
+        assert_eq!(ids_of(&found).first(), Some(&id), "{tier}: {found}");
+    }
+    let found = store.json(&[
+        "search",
+        "HashMap iteration order keyword table",
+        "--tier",
+        "l3",
+    ]);
+    assert_eq!(ids_of(&found).first(), Some(&id), "{found}");
+    // `get` shows what it replaced: how many messages, written how, which ids.
+    let text = summary["source"]["text"].as_str().unwrap();
+    assert!(
+        text.contains("14 messages (14 ingested from transcripts)"),
+        "{text}"
+    );
+    assert!(!text.contains("evicted"), "{text}");
+    assert!(
+        text.contains("First prompt: The tokenizer test in tests/lexer.rs fails one run in ten"),
+        "{text}"
+    );
+    assert!(text.contains("keywords.rs"), "{text}");
+    let pruned = &summary["source"]["pruned_messages"];
+    assert_eq!(pruned["count"], 14);
+    assert_eq!(pruned["ingested"], 14);
+    assert_eq!(pruned["ids"].as_array().unwrap().len(), 14);
+    assert!(pruned["ids"]
+        .as_array()
+        .unwrap()
+        .contains(&json!(format!("{session}:m01"))));
+    assert_eq!(summary["tier"], "l3");
+}
+
+#[test]
+fn a_pruned_sessions_summary_prefers_its_task_summaries_and_says_what_was_evicted() {
+    let session = "7c2e9f10-4b3a-4d8e-9a61-2f5c0d8e1b47";
+    let store = TestStore::new();
+    // Part of the session evicted from a live context, then its task summary.
+    let transcript = common::samples().join("transcripts/uncompacted-session.jsonl.gz");
+    store.json(&[
+        "evict",
+        "--transcript",
+        transcript.to_str().unwrap(),
+        "--context-window",
+        "700",
+        "--min-keep",
+        "4",
+        "--overhead",
+        "0",
+    ]);
+    let task = store.write(
+        "task.json",
+        json!({"session_id": session, "task_id": "1", "subject": "Make the lexer test deterministic",
+               "key_outcomes": ["the keyword table is a BTreeMap now"], "start_turn": 0, "end_turn": 0,
+               "compressed_at": "2026-03-02T09:01:00Z"})
+        .to_string()
+        .as_bytes(),
+    );
+    store
+        .cmd()
+        .args(["add", "--embed", "later"])
+        .arg(&task)
+        .assert()
+        .success();
+    let (id, summary) = prune_all(&store, session);
+    let text = summary["source"]["text"].as_str().unwrap();
+    assert!(text.contains("evicted from a live context"), "{text}");
+    assert!(!text.contains("ingested"), "{text}");
+    assert!(
+        text.contains(
+            "[task] Make the lexer test deterministic: the keyword table is a BTreeMap now"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        summary["source"]["pruned_messages"]["summarised_from"],
+        json!([format!("{session}:1")])
+    );
+    let found = store.json(&[
+        "search",
+        "lexer test deterministic",
+        "--tier",
+        "l3",
+        "--kind",
+        "message",
+    ]);
+    assert_eq!(ids_of(&found).first(), Some(&id), "{found}");
+}

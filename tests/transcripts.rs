@@ -363,3 +363,107 @@ fn reingest_of_a_folder_with_a_session_in_two_files_changes_nothing() {
         "{origin}"
     );
 }
+
+/// A partial copy of a session (its first lines, as a plain `.jsonl`, larger on
+/// disk than the full `.jsonl.gz`) never replaces the full session's records,
+/// whichever is ingested first; ingesting both again changes nothing.
+#[test]
+fn a_partial_copy_never_replaces_the_full_session_in_either_order() {
+    let full = fixture("uncompacted-session.jsonl.gz");
+    let bytes = knowledge_db::transcript::read_bytes(&full).unwrap();
+    let text = String::from_utf8(bytes).unwrap();
+    // The first 12 lines: the copy ends inside the session (mid-response too).
+    let partial_text: String = text.lines().take(12).map(|l| format!("{l}\n")).collect();
+    let session = read(&full);
+    for full_first in [true, false] {
+        let store = TestStore::new();
+        let partial = store.write("partial-copy.jsonl", partial_text.as_bytes());
+        assert!(
+            std::fs::metadata(&partial).unwrap().len() > std::fs::metadata(&full).unwrap().len()
+        );
+        let (a, b) = if full_first {
+            (&full, &partial)
+        } else {
+            (&partial, &full)
+        };
+        let ingest =
+            |path: &Path| store.json(&["ingest", path.to_str().unwrap(), "--embed", "later"]);
+        let first = ingest(a);
+        let second = ingest(b);
+        if full_first {
+            assert_eq!(second["store"]["added"], 0, "{second}");
+            assert_eq!(second["store"]["updated"], 0, "{second}");
+            assert_eq!(second["superseded"], second["messages"], "{second}");
+        } else {
+            // The full file takes over every message the partial copy wrote.
+            assert!(
+                second["store"]["updated"].as_u64().unwrap() > 0,
+                "{first} {second}"
+            );
+            assert_eq!(second["superseded"], 0, "{second}");
+        }
+        for message in &session.messages {
+            let id = knowledge_db::transcript::ingest::message_id(&session.session_id, message);
+            let record = store.json(&["get", &id])["source"].clone();
+            assert!(
+                record["origin"]["path"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("uncompacted-session.jsonl.gz"),
+                "{id} kept from {} (full first: {full_first})",
+                record["origin"]["path"]
+            );
+            assert_eq!(record["text"], message.text(), "{id}");
+        }
+        // Both again, whole, in one run and one by one: nothing changes.
+        for args in [
+            vec![full.to_str().unwrap(), partial.to_str().unwrap()],
+            vec![partial.to_str().unwrap()],
+            vec![full.to_str().unwrap()],
+        ] {
+            let mut command = vec!["ingest", "--full", "--embed", "later"];
+            command.extend(args);
+            let again = store.json(&command);
+            assert_eq!(again["store"]["added"], 0, "{again}");
+            assert_eq!(again["store"]["updated"], 0, "{again}");
+        }
+    }
+}
+
+/// A subagent's messages (its own file, written after the session's compaction)
+/// take the turn of the session during which the subagent ran, not turn 0:
+/// from the session's file beside it, else from the session already stored.
+#[test]
+fn subagent_messages_take_the_sessions_turn() {
+    let store = TestStore::new();
+    let dir = samples().join("transcripts");
+    store.json(&["ingest", dir.to_str().unwrap(), "--embed", "later"]);
+    let turn = |uuid: &str| {
+        store.json(&["get", &format!("{CC_SESSION}:{uuid}")])["source"]["turn_index"].clone()
+    };
+    // m14 opened turn 1 after the compaction; the subagent it asked for ran then.
+    assert_eq!(turn("m13"), 0);
+    assert_eq!(turn("cs1"), 0);
+    assert_eq!(turn("m14"), 1);
+    for uuid in ["sa1", "sa2", "sa3"] {
+        assert_eq!(turn(uuid), 1, "{uuid}");
+    }
+    // Alone, away from the session's file: the stored session gives the turn.
+    let lone = TestStore::new();
+    lone.json(&[
+        "ingest",
+        fixture(&format!("{CC_SESSION}.jsonl.gz")).to_str().unwrap(),
+        "--embed",
+        "later",
+    ]);
+    let copy = lone.write(
+        "agent-a9f3c21.jsonl.gz",
+        &std::fs::read(fixture(&format!(
+            "{CC_SESSION}/subagents/agent-a9f3c21.jsonl.gz"
+        )))
+        .unwrap(),
+    );
+    lone.json(&["ingest", copy.to_str().unwrap(), "--embed", "later"]);
+    let sa2 = lone.json(&["get", &format!("{CC_SESSION}:sa2")]);
+    assert_eq!(sa2["source"]["turn_index"], 1, "{sa2}");
+}

@@ -22,6 +22,7 @@
 //! embedding, so `restore` never re-embeds a record that was not pruned.
 
 pub mod access;
+pub mod digest;
 pub mod frame;
 pub mod l3;
 pub mod ops;

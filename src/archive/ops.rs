@@ -619,31 +619,92 @@ fn locate_all(
             }
         }
         RestoreWhat::Session(session) => {
-            let query = tantivy::query::TermQuery::new(
-                tantivy::Term::from_field_text(l3.fields().session, session),
-                tantivy::schema::IndexRecordOption::Basic,
-            );
-            let addresses = searcher.search(&query, &tantivy::collector::DocSetCollector)?;
-            let ids = searcher
-                .segment_readers()
-                .iter()
-                .map(|s| s.fast_fields().str("id"))
-                .collect::<tantivy::Result<Vec<_>>>()?;
-            for address in addresses {
-                let mut id = String::new();
-                if let Some(Some(column)) = ids.get(address.segment_ord as usize) {
-                    if let Some(ord) = column.term_ords(address.doc_id).next() {
-                        column
-                            .ord_to_str(ord, &mut id)
-                            .map_err(|e| Error::io("archive/index", e))?;
-                    }
-                }
-                if let Some(location) = super::l3::location_of(searcher, l3.fields(), address)? {
-                    out.push((id, location));
-                }
+            let query = term(l3.fields().session, session);
+            out = locations_matching(l3, searcher, &*query)?;
+        }
+    }
+    Ok(out)
+}
+
+fn term(field: tantivy::schema::Field, text: &str) -> Box<dyn tantivy::query::Query> {
+    Box::new(tantivy::query::TermQuery::new(
+        tantivy::Term::from_field_text(field, text),
+        tantivy::schema::IndexRecordOption::Basic,
+    ))
+}
+
+/// The ids and frame locations of the archived records `query` matches.
+fn locations_matching(
+    l3: &L3Index,
+    searcher: &tantivy::Searcher,
+    query: &dyn tantivy::query::Query,
+) -> Result<Vec<(String, Location)>> {
+    let addresses = searcher.search(query, &tantivy::collector::DocSetCollector)?;
+    let ids = searcher
+        .segment_readers()
+        .iter()
+        .map(|s| s.fast_fields().str("id"))
+        .collect::<tantivy::Result<Vec<_>>>()?;
+    let mut out = Vec::with_capacity(addresses.len());
+    for address in addresses {
+        let mut id = String::new();
+        if let Some(Some(column)) = ids.get(address.segment_ord as usize) {
+            if let Some(ord) = column.term_ords(address.doc_id).next() {
+                column
+                    .ord_to_str(ord, &mut id)
+                    .map_err(|e| Error::io("archive/index", e))?;
+            }
+        }
+        if let Some(location) = super::l3::location_of(searcher, l3.fields(), address)? {
+            out.push((id, location));
+        }
+    }
+    Ok(out)
+}
+
+/// A query for the task and segment records of one session in one namespace.
+fn summaries_query(
+    fields: &crate::index::IndexFields,
+    namespace: &str,
+    session: &str,
+) -> tantivy::query::BooleanQuery {
+    use tantivy::query::{BooleanQuery, Occur};
+    let kinds = BooleanQuery::new(vec![
+        (Occur::Should, term(fields.kind, Kind::Task.as_str())),
+        (Occur::Should, term(fields.kind, Kind::Segment.as_str())),
+    ]);
+    BooleanQuery::new(vec![
+        (Occur::Must, term(fields.session, session)),
+        (Occur::Must, term(fields.namespace, namespace)),
+        (Occur::Must, Box::new(kinds)),
+    ])
+}
+
+/// The session's own task and segment summaries, wherever they are: L2 (the
+/// live version) and L3 (archived ones, possibly pruned to their summary fields).
+fn session_summaries(
+    store: &Store,
+    archive: &Archive,
+    namespace: &str,
+    session: &str,
+) -> Result<Vec<Record>> {
+    let searcher = store.reader()?.searcher();
+    let query = summaries_query(store.fields(), namespace, session);
+    let mut out = Vec::new();
+    for address in searcher.search(&query, &tantivy::collector::DocSetCollector)? {
+        let doc: tantivy::TantivyDocument = searcher.doc(address)?;
+        out.push(store.fields().record(&doc)?);
+    }
+    if let Some(l3) = L3Index::open_existing(archive)? {
+        let l3_searcher = l3.reader()?.searcher();
+        let query = summaries_query(l3.fields(), namespace, session);
+        for (id, location) in locations_matching(&l3, &l3_searcher, &query)? {
+            if out.iter().all(|r| r.id != id) {
+                out.extend(archive.read_entry(&location, &id)?.map(|e| e.record));
             }
         }
     }
+    out.sort_by_key(|r| (r.fields.start_turn, r.fields.timestamp, r.id.clone()));
     Ok(out)
 }
 
@@ -703,6 +764,7 @@ pub(crate) fn prune_locked(
         dry_run,
         ..PruneReport::default()
     };
+    let mut summaries: HashMap<(String, String), Vec<Record>> = HashMap::new();
     for file in archive.files()? {
         let current = archive.read_file(&file)?;
         let entries = last_copies(current.entries.into_iter().map(|(_, e)| e), &HashSet::new());
@@ -739,7 +801,16 @@ pub(crate) fn prune_locked(
         }
         for ((namespace, session), group) in messages {
             report.messages_dropped += group.len();
-            let summary = message_summary(&namespace, &session, &group, now)?;
+            let key = (namespace.clone(), session.clone());
+            if !summaries.contains_key(&key) {
+                let found = if session.is_empty() {
+                    Vec::new()
+                } else {
+                    session_summaries(store, &archive, &namespace, &session)?
+                };
+                summaries.insert(key.clone(), found);
+            }
+            let summary = message_summary(&namespace, &session, &group, &summaries[&key], now)?;
             report.message_summaries += 1;
             report.pruned.push(Pruned {
                 id: summary.record.id.clone(),
@@ -854,9 +925,16 @@ fn finish_pruned(mut entry: Entry, dropped: Vec<String>) -> Result<Entry> {
     Ok(entry)
 }
 
-/// One record standing for a session's pruned messages: how many, which turns,
-/// what time range, and their ids (so nothing disappears without a trace).
-fn message_summary(namespace: &str, session: &str, group: &[Entry], now: i64) -> Result<Entry> {
+/// One record standing for a session's pruned messages: what they were about
+/// (see [`super::digest`]), how many, how they were written, which turns, what
+/// time range, and their ids (so nothing disappears without a trace).
+fn message_summary(
+    namespace: &str,
+    session: &str,
+    group: &[Entry],
+    session_summaries: &[Record],
+    now: i64,
+) -> Result<Entry> {
     let times: Vec<i64> = group.iter().map(|e| record_time(&e.record)).collect();
     let turns: Vec<u64> = group
         .iter()
@@ -876,11 +954,16 @@ fn message_summary(namespace: &str, session: &str, group: &[Entry], now: i64) ->
         (Some(s), Some(e)) => format!(", turns {s}-{e}"),
         _ => String::new(),
     };
+    let records: Vec<&Record> = group.iter().map(|e| &e.record).collect();
+    let digest = super::digest::digest(&records, session_summaries);
     let text = format!(
-        "{} messages evicted from {session_label}{turn_text}, {} to {}, were pruned from the archive; this summary keeps their count, time range and ids.",
-        group.len(),
+        "Session {session_label}{turn_text}, {} to {}: the raw text of {} messages ({}) was pruned from the archive; \
+         this summary keeps what they were about, their count, time range and ids.\n{}",
         format_time(first),
         format_time(last),
+        group.len(),
+        digest.written.describe(),
+        digest.text,
     );
     let id = format!(
         "pruned-messages:{session_label}:{}-{}",
@@ -893,10 +976,17 @@ fn message_summary(namespace: &str, session: &str, group: &[Entry], now: i64) ->
         "role": "summary",
         "text": text,
         "timestamp": format_time(last),
+        "files": digest.files,
+        "commands": digest.commands,
+        "errors": digest.errors,
         "pruned_messages": {
             "count": group.len(),
+            "ingested": digest.written.ingested,
+            "evicted": digest.written.evicted,
+            "added": digest.written.added,
             "first_time": format_time(first),
             "last_time": format_time(last),
+            "summarised_from": session_summaries.iter().map(|r| r.id.clone()).collect::<Vec<_>>(),
             "ids": group.iter().map(|e| e.record.id.clone()).collect::<Vec<_>>(),
         },
     });

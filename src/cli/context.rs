@@ -11,6 +11,7 @@ use serde_json::json;
 
 use super::ingest::{FormatArg, TranscriptStoreArgs};
 use super::output;
+use crate::context::budget::reported_prompt;
 use crate::context::evict::{EvictError, EvictOptions};
 use crate::context::live::live_context;
 use crate::context::priority::{pack_prompt, PriorityOptions};
@@ -19,7 +20,7 @@ use crate::context::tokens::Tokenizer;
 use crate::context::truncate::TruncateOptions;
 use crate::error::Error;
 use crate::store::{AddReport, Store};
-use crate::transcript::ingest::{message_id, transcript_records};
+use crate::transcript::ingest::{message_id, not_stored_yet, transcript_records, Via};
 use crate::transcript::{read_file, read_slice, Block, Message, ReadFrom, Role, Transcript};
 
 pub const TOKENS_HELP: &str = "\
@@ -30,7 +31,8 @@ Examples:
 Counts are exact for OpenAI tokenizers (o200k: GPT-4o/4.1/5 and o-series; cl100k:
 GPT-4/3.5); `estimate` is a conservative count for Claude and unknown models. When
 the transcript reports usage, the last response's prompt size (input + cache reads
-+ cache writes) is shown as `reported`.";
++ cache writes) is shown as `reported`, with the part of it outside the messages
+(system prompt, tool definitions: what `evict` adds to the messages it counts).";
 
 pub const EVICT_HELP: &str = "\
 Examples:
@@ -46,9 +48,12 @@ compact summary and what follows the last `compact_boundary`. With
 longer than --tool-max-tokens first become placeholders (tool name, file paths,
 exit status, error lines and the record id of the full output), unless a recent
 step touches the same file; fewer messages then have to leave. The budget is
-(context window - reserved output); messages are dropped, oldest first, until
-they take at most --target of it. The system prompt, the last --min-keep messages
-and tool call/result pairs are never split or dropped. The full evicted and
+(context window - reserved output), and the prompt is the messages plus what the
+agent sends besides them (system prompt, tool definitions): measured from the
+transcript's usage figures (the last prompt size it reports minus the messages that
+prompt held), or --overhead N. Messages are dropped, oldest first, until the prompt
+takes at most --target of the budget. The system prompt, the compaction summary,
+the last --min-keep messages and tool call/result pairs are never split or dropped. The full evicted and
 truncated messages are written to the store first (ids <session>:<uuid>, shown
 by `knowledge-db get`, found by `knowledge-db search`), then the kept messages
 are printed as JSONL (the generic transcript format) with one note where the
@@ -62,15 +67,18 @@ Examples:
   cat chat.jsonl | knowledge-db pack --transcript - --budget 8000 --dry-run
 
 Fits a whole prompt (system prompt, instruction files, then the transcript's live
-context) into --budget tokens by dropping the least important messages first:
-stale tool output (tool calls and results before the recent turns or more than
---recent-tool-steps steps old), then old history, recent turns (since the last
---recent-turns user prompts), tool calls on files edited in the recent turns,
-the current task (the last user prompt) and instructions; the system prompt is
-never dropped. Oldest
-first within a priority; a tool call and its result go together. What is dropped
-is stored first (findable by `get` and `search`); the kept messages are printed
-as JSONL with one note saying what was dropped. If the system prompt alone is
+context) into --budget tokens, least important messages first: stale tool output
+(tool calls and results before the recent turns or more than --recent-tool-steps
+steps old), then old history, recent turns (since the last --recent-turns user
+prompts), tool calls on files edited in the recent turns, the current task (the
+last user prompt) and instructions; the system prompt and the compaction summary
+are never dropped. Within each priority, tool outputs first become placeholders
+(the call stays; the placeholder names the record with the full output), then
+messages go, oldest first; a tool call and its result go together. The step that
+crosses the budget is cut to fit (an output keeps its first lines, a long message
+its beginning), so the prompt lands just under the budget. What is dropped or cut
+is stored first (findable by `get` and `search`); the kept messages are printed as
+JSONL with one note saying what was dropped and cut. If the system prompt alone is
 over budget, the command fails with the numbers and writes nothing.";
 
 #[derive(Debug, Args)]
@@ -149,6 +157,11 @@ pub struct EvictArgs {
     #[arg(long, value_name = "M")]
     model: Option<String>,
 
+    /// Tokens the prompt takes besides the messages (system prompt, tool
+    /// definitions) [default: measured from the transcript's usage figures, else 0]
+    #[arg(long, value_name = "N")]
+    overhead: Option<usize>,
+
     #[command(flatten)]
     truncate: TruncateArgs,
 
@@ -214,14 +227,6 @@ fn transcript_model(t: &Transcript) -> Option<&str> {
     t.messages.iter().rev().find_map(|m| m.model.as_deref())
 }
 
-/// The prompt size the last response with usage figures reported.
-fn reported_context(t: &Transcript) -> Option<u64> {
-    t.messages
-        .iter()
-        .rev()
-        .find_map(|m| m.usage.map(|u| u.context_tokens()))
-}
-
 pub fn tokens(args: TokensArgs) -> anyhow::Result<ExitCode> {
     let t = read_transcript(&args.file, args.format)?;
     let families = [Tokenizer::O200k, Tokenizer::Cl100k, Tokenizer::Estimate];
@@ -234,8 +239,8 @@ pub fn tokens(args: TokensArgs) -> anyhow::Result<ExitCode> {
         }
         rows.push((m, counts));
     }
-    let model = transcript_model(&t).map(str::to_string);
-    let reported = reported_context(&t);
+    let (tokenizer, model) = tokenizer_for(None, &t);
+    let reported = reported_prompt(&t.messages, &|m| tokenizer.message(m));
     if args.json {
         let messages: Vec<_> = rows
             .iter()
@@ -250,7 +255,8 @@ pub fn tokens(args: TokensArgs) -> anyhow::Result<ExitCode> {
             "total": {"o200k": totals[0], "cl100k": totals[1], "estimate": totals[2]},
             "model": model,
             "model_tokenizer": model.as_deref().map(|m| Tokenizer::for_model(m).as_str()),
-            "reported_context_tokens": reported,
+            "reported_context_tokens": reported.map(|r| r.reported_tokens),
+            "reported_prompt": reported,
         }))?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -284,10 +290,11 @@ pub fn tokens(args: TokensArgs) -> anyhow::Result<ExitCode> {
             Tokenizer::for_model(model).as_str()
         )?;
     }
-    if let Some(n) = reported {
+    if let Some(r) = reported {
         writeln!(
             out,
-            "reported by the transcript's last usage figures: {n} tokens of prompt"
+            "reported by the transcript's last usage figures: {} tokens of prompt, of which {} outside the {} counted tokens of messages (system prompt, tool definitions)",
+            r.reported_tokens, r.overhead_tokens, r.counted_tokens
         )?;
     }
     out.flush()?;
@@ -318,6 +325,7 @@ fn store_full(
     t: &Transcript,
     to_store: &[(String, Message)],
     common: &TranscriptStoreArgs,
+    via: Via,
 ) -> anyhow::Result<Option<AddReport>> {
     if common.dry_run || to_store.is_empty() {
         return Ok(None);
@@ -327,7 +335,8 @@ fn store_full(
         ..t.clone()
     };
     let store = Store::open(root)?;
-    let records = transcript_records(&view, &common.namespace, &crate::now_rfc3339())?;
+    let records = transcript_records(&view, &common.namespace, &crate::now_rfc3339(), via)?;
+    let records = not_stored_yet(&store, records)?;
     let report = store.add(records, None, store.lock_timeout(common.lock_timeout))?;
     super::after_write(&store, Some(report.without_vector as u64));
     Ok(Some(report))
@@ -356,11 +365,17 @@ pub fn evict(root: &Path, args: EvictArgs) -> anyhow::Result<ExitCode> {
     let t = read_transcript(&args.transcript, args.common.format)?;
     let (tokenizer, model) = tokenizer_for(args.model.as_deref(), &t);
     let live = live_context(t.messages.clone());
+    let cost = |m: &Message| tokenizer.message(m);
+    let reported = reported_prompt(&t.messages, &cost);
     let options = EvictOptions {
         context_window: args.context_window,
         reserved_output: args.reserved_output,
         target: args.target,
         min_keep: args.min_keep,
+        overhead: args
+            .overhead
+            .or(reported.map(|r| r.overhead_tokens))
+            .unwrap_or(0),
     };
     let truncate = args.truncate.options();
     let record_id = record_id_in(&t);
@@ -369,13 +384,20 @@ pub fn evict(root: &Path, args: EvictArgs) -> anyhow::Result<ExitCode> {
         live.messages,
         &options,
         truncate.as_ref(),
-        &|m| tokenizer.message(m),
+        &cost,
         &record_id,
     )
     .map_err(usage_error)?;
     let evict_seconds = started.elapsed().as_secs_f64();
-    let stored = store_full(root, &t, &rolled.to_store, &args.common)?;
+    let stored = store_full(root, &t, &rolled.to_store, &args.common, Via::Evict)?;
     let eviction = &rolled.eviction;
+    // Before truncation too: the prompt as the transcript had it.
+    let tokens_before = rolled
+        .truncation
+        .as_ref()
+        .map_or(eviction.tokens_before, |s| {
+            s.tokens_before + eviction.overhead_tokens
+        });
     if args.common.json {
         let ids: Vec<String> = eviction.evicted.iter().map(&record_id).collect();
         output::print_json(&json!({
@@ -387,10 +409,12 @@ pub fn evict(root: &Path, args: EvictArgs) -> anyhow::Result<ExitCode> {
             "live_messages": t.messages.len() - live.compacted,
             "kept_count": eviction.kept.len(),
             "evicted_count": eviction.evicted.len(),
-            "tokens_before": rolled.truncation.as_ref().map_or(eviction.tokens_before, |s| s.tokens_before),
+            "tokens_before": tokens_before,
             "tokens_after": eviction.tokens_after,
             "tokens_evicted": eviction.tokens_evicted,
-            "tokens_saved": eviction.tokens_before - eviction.tokens_after,
+            "tokens_saved": tokens_before.saturating_sub(eviction.tokens_after),
+            "overhead_tokens": eviction.overhead_tokens,
+            "reported_prompt": reported,
             "truncation": rolled.truncation,
             "max_input": eviction.max_input,
             "target_tokens": eviction.target_tokens,
@@ -414,8 +438,12 @@ pub fn evict(root: &Path, args: EvictArgs) -> anyhow::Result<ExitCode> {
             ),
             None => String::new(),
         };
+        let overhead = match eviction.overhead_tokens {
+            0 => String::new(),
+            n => format!(", {n} of them outside the messages"),
+        };
         eprintln!(
-            "{} of {} live messages evicted ({} tokens; {} -> {} of a {}-token budget){truncated}{}{}",
+            "{} of {} live messages evicted ({} tokens; prompt {} -> {} of a {}-token budget{overhead}){truncated}{}{}",
             eviction.evicted.len(),
             t.messages.len() - live.compacted,
             eviction.tokens_evicted,
@@ -480,11 +508,15 @@ pub fn pack(root: &Path, args: PackArgs) -> anyhow::Result<ExitCode> {
         recent_turns: args.recent_turns,
         recent_tool_steps: args.recent_tool_steps,
     };
-    let packed = pack_prompt(messages, args.budget, &options, &cost)?;
+    let packed = pack_prompt(messages, args.budget, &options, &cost, &record_id)?;
     let pack_seconds = started.elapsed().as_secs_f64();
     let dropped: Vec<Message> = packed.dropped.iter().map(|(_, m)| m.clone()).collect();
-    let to_store = full_versions(&dropped, &packed.kept, originals, &record_id);
-    let stored = store_full(root, &t, &to_store, &args.common)?;
+    // What pack cut was maybe already truncated by --truncate-tools: the earlier
+    // original (later in the list) is the full one.
+    let mut full = packed.cut.clone();
+    full.extend(originals);
+    let to_store = full_versions(&dropped, &packed.kept, full, &record_id);
+    let stored = store_full(root, &t, &to_store, &args.common, Via::Pack)?;
     let mut by_priority: BTreeMap<&str, usize> = BTreeMap::new();
     for (p, _) in &packed.dropped {
         *by_priority.entry(p.as_str()).or_default() += 1;
@@ -502,7 +534,10 @@ pub fn pack(root: &Path, args: PackArgs) -> anyhow::Result<ExitCode> {
             "dropped_by_priority": by_priority,
             "tokens_before": truncation.as_ref().map_or(packed.tokens_before, |s| s.tokens_before),
             "tokens_after": packed.tokens_after,
+            "budget_share": packed.tokens_after as f64 / args.budget.max(1) as f64,
             "truncation": truncation,
+            "outputs_truncated": packed.outputs_truncated,
+            "cut_ids": packed.cut.iter().map(|(id, _)| id).collect::<Vec<_>>(),
             "note": packed.note,
             "dropped_ids": ids,
             "stored": stored,
@@ -514,8 +549,10 @@ pub fn pack(root: &Path, args: PackArgs) -> anyhow::Result<ExitCode> {
     print_messages(&packed.kept)?;
     if std::io::stderr().is_terminal() {
         eprintln!(
-            "{} messages dropped ({by_priority:?}); {} -> {} tokens of a {}-token budget{}",
+            "{} messages dropped ({by_priority:?}), {} cut ({} tool outputs truncated); {} -> {} tokens of a {}-token budget{}",
             packed.dropped.len(),
+            packed.cut.len(),
+            packed.outputs_truncated,
             packed.tokens_before,
             packed.tokens_after,
             args.budget,

@@ -531,6 +531,7 @@ fn parse_time_arg(text: &str) -> Result<i64, String> {
 
 /// Runs the command line; the binary's `main`.
 pub fn main() -> ExitCode {
+    closed_pipe_ends_quietly(true);
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -538,9 +539,16 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    if matches!(cli.command, Command::Mcp(_)) {
+        closed_pipe_ends_quietly(false);
+    }
+    let root = cli.store.clone().unwrap_or_else(default_root);
     match run(cli) {
         Ok(code) => code,
-        Err(error) => {
+        Err(mut error) => {
+            if let Some(e) = error.downcast_mut::<Error>() {
+                e.name_denied_path(&root);
+            }
             eprintln!("error: {}", output::error_chain(&error));
             let usage = error
                 .downcast_ref::<Error>()
@@ -548,6 +556,36 @@ pub fn main() -> ExitCode {
             ExitCode::from(if usage { 2 } else { 1 })
         }
     }
+}
+
+/// What a write to a pipe whose reader has gone does (`knowledge-db search … | head -1`).
+///
+/// Rust ignores SIGPIPE, so such a write fails with EPIPE: `println!` panics
+/// ("failed printing to stdout") and a checked write becomes an error message.
+/// A command's output is the last thing it does (records are committed before
+/// anything is printed, hooks save their state before they answer), so when the
+/// reader has gone nothing is left to do: the process ends there, silently, as
+/// `cat` or `grep` do, whichever of the many print paths it was in. That is
+/// SIGPIPE's default action, restored here once for every command
+/// (`quietly = true`). The MCP server is the exception (`false`): its stdout is
+/// the protocol, a closed one ends its serve loop through an error it handles,
+/// and tool calls still running (a `memory_add` commit) finish first.
+fn closed_pipe_ends_quietly(quietly: bool) {
+    #[cfg(unix)]
+    // SAFETY: changing a signal's disposition at start-up, before any thread is
+    // spawned; SIG_DFL and SIG_IGN are valid dispositions for SIGPIPE.
+    unsafe {
+        libc::signal(
+            libc::SIGPIPE,
+            if quietly {
+                libc::SIG_DFL
+            } else {
+                libc::SIG_IGN
+            },
+        );
+    }
+    #[cfg(not(unix))]
+    let _ = quietly;
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {

@@ -1,14 +1,19 @@
 //! Rolling eviction: make a conversation fit its context window again.
 //!
-//! The prompt budget is `max_input = context_window - reserved_output`. When the
-//! messages cost more than `target × max_input`, the oldest are dropped until
-//! they do not, with three things never given up: the system prompt (leading
-//! system messages), the `min_keep` most recent messages, and the pairing of a
-//! tool call with its result (a call and every result answering it, and all
-//! messages between them, go or stay together). The dropped messages are
-//! replaced by one note saying how many went, their tokens and their time range.
-//! If even the minimum does not fit in `max_input`, nothing is dropped and the
-//! caller gets a [`EvictError::Overflow`] naming the numbers.
+//! The prompt budget is `max_input = context_window - reserved_output`, and
+//! the prompt is more than the messages: the system prompt and the tool
+//! definitions an agent sends with every request (`overhead`, measured from
+//! the transcript's own usage figures, see [`super::budget`]). When the
+//! prompt costs more than `target × max_input`, the oldest messages are
+//! dropped until it does not, with four things never given up: the system
+//! prompt (leading system messages), the compaction summary (the only trace
+//! of what an earlier compaction took out), the `min_keep` most recent
+//! messages, and the pairing of a tool call with its result (a call and every
+//! result answering it, and all messages between them, go or stay together).
+//! The dropped messages are replaced by one note saying how many went, their
+//! tokens and their time range. If even the minimum does not fit in
+//! `max_input`, nothing is dropped and the caller gets a
+//! [`EvictError::Overflow`] naming the numbers.
 
 use std::collections::HashMap;
 
@@ -25,6 +30,9 @@ pub struct EvictOptions {
     pub target: f64,
     /// Recent messages (after the system prompt) that are always kept.
     pub min_keep: usize,
+    /// Tokens the prompt takes besides the messages (system prompt, tool
+    /// definitions), which eviction cannot reduce.
+    pub overhead: usize,
 }
 
 impl Default for EvictOptions {
@@ -34,6 +42,7 @@ impl Default for EvictOptions {
             reserved_output: 0,
             target: 0.8,
             min_keep: 10,
+            overhead: 0,
         }
     }
 }
@@ -42,9 +51,10 @@ impl Default for EvictOptions {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EvictError {
     #[error(
-        "context overflow: the system prompt and the last {kept_messages} messages need {needed} tokens, \
+        "context overflow: the pinned messages (system prompt, compaction summary) and the last {kept_messages} messages need {needed} tokens{}, \
          but the context window of {context_window} minus {reserved_output} reserved for output leaves {max_input}; \
-         lower --min-keep, raise --context-window, or shorten the system prompt"
+         lower --min-keep, raise --context-window, or shorten the system prompt",
+        overhead_words(*overhead)
     )]
     Overflow {
         needed: usize,
@@ -52,9 +62,19 @@ pub enum EvictError {
         context_window: usize,
         reserved_output: usize,
         kept_messages: usize,
+        /// Of `needed`, the tokens outside the messages (system prompt, tools).
+        overhead: usize,
     },
     #[error("{0}")]
     Options(String),
+}
+
+fn overhead_words(overhead: usize) -> String {
+    if overhead == 0 {
+        String::new()
+    } else {
+        format!(" ({overhead} of them outside the messages: system prompt and tool definitions)")
+    }
 }
 
 /// What an eviction kept and dropped.
@@ -65,10 +85,14 @@ pub struct Eviction {
     pub evicted: Vec<Message>,
     /// The eviction note, also inside `kept`.
     pub note: Option<String>,
+    /// The whole prompt before and after: the messages plus `overhead_tokens`.
     pub tokens_before: usize,
     pub tokens_after: usize,
     /// Tokens of the evicted messages (what the note saves, minus the note itself).
     pub tokens_evicted: usize,
+    /// Tokens outside the messages (system prompt, tool definitions), counted in
+    /// `tokens_before` and `tokens_after`.
+    pub overhead_tokens: usize,
     pub max_input: usize,
     pub target_tokens: usize,
     /// False when `min_keep` stopped eviction above the target (but within `max_input`).
@@ -114,11 +138,9 @@ pub fn evict_with_note_suffix(
     let target_tokens = (options.target * max_input as f64).floor() as usize;
     let messages: Vec<Message> = messages.into_iter().filter(|m| !is_note(m)).collect();
     let tokens: Vec<usize> = messages.iter().map(cost).collect();
-    let total: usize = tokens.iter().sum();
-    let pinned = messages
-        .iter()
-        .take_while(|m| m.role == Role::System && !m.is_compact_boundary)
-        .count();
+    let overhead = options.overhead;
+    let total: usize = overhead + tokens.iter().sum::<usize>();
+    let pinned = pinned_prefix(&messages);
     let groups = atomic_groups(&messages, pinned);
     let note_reserve = cost(&note_message(note_text(
         9_999_999,
@@ -129,7 +151,7 @@ pub fn evict_with_note_suffix(
 
     // Evict whole groups from the oldest while over target and min_keep allows.
     let movable = messages.len() - pinned;
-    let (mut evicted_groups, mut evicted_count, mut evicted_tokens) = (0, 0, 0);
+    let (mut evicted_count, mut evicted_tokens) = (0, 0);
     if total > target_tokens {
         for &(start, end) in &groups {
             let len = end - start + 1;
@@ -138,12 +160,21 @@ pub fn evict_with_note_suffix(
             {
                 break;
             }
-            evicted_groups += 1;
             evicted_count += len;
             evicted_tokens += tokens[start..=end].iter().sum::<usize>();
         }
     }
-    if evicted_count == 0 {
+    // The note in place of the evicted messages, unless it would cost as much
+    // as they do (evicting then shrinks nothing).
+    let cut = pinned + evicted_count;
+    let note = (evicted_count > 0).then(|| {
+        let first = position(&messages[pinned]);
+        let last = position(&messages[cut - 1]);
+        let note = note_text(evicted_count, evicted_tokens, &first, &last);
+        (note, first, last)
+    });
+    let note = note.filter(|(text, ..)| cost(&note_message(text.clone())) < evicted_tokens);
+    let Some((note, first, last)) = note else {
         if total > max_input {
             return Err(overflow(options, max_input, total, movable));
         }
@@ -154,21 +185,18 @@ pub fn evict_with_note_suffix(
             tokens_before: total,
             tokens_after: total,
             tokens_evicted: 0,
+            overhead_tokens: overhead,
             max_input,
             target_tokens,
             target_met: total <= target_tokens,
             first_evicted: None,
             last_evicted: None,
         });
-    }
-    let cut = groups[evicted_groups - 1].1 + 1;
+    };
     let mut rest = messages;
     let recent = rest.split_off(cut);
     let evicted = rest.split_off(pinned);
     let system = rest;
-    let first = position(&evicted[0]);
-    let last = position(&evicted[evicted.len() - 1]);
-    let note = note_text(evicted.len(), evicted_tokens, &first, &last);
     let note_message = note_message(note.clone());
     let after = total - evicted_tokens + cost(&note_message);
     if after > max_input {
@@ -184,6 +212,7 @@ pub fn evict_with_note_suffix(
         tokens_before: total,
         tokens_after: after,
         tokens_evicted: evicted_tokens,
+        overhead_tokens: overhead,
         max_input,
         target_tokens,
         target_met: after <= target_tokens,
@@ -215,7 +244,22 @@ fn overflow(options: &EvictOptions, max_input: usize, needed: usize, kept: usize
         context_window: options.context_window,
         reserved_output: options.reserved_output,
         kept_messages: kept,
+        overhead: options.overhead,
     }
+}
+
+/// Whether a message is never evicted nor dropped: the system prompt, and the
+/// summary a compaction left in place of the history it took out (the only
+/// trace of that history in the context).
+pub fn is_pinned(m: &Message) -> bool {
+    (m.role == Role::System && !m.is_compact_boundary) || m.is_compact_summary
+}
+
+/// How many leading messages are pinned (the system prompt, then the live
+/// context's compaction summary): eviction starts after them, and a note goes
+/// right after them.
+pub fn pinned_prefix(messages: &[Message]) -> usize {
+    messages.iter().take_while(|m| is_pinned(m)).count()
 }
 
 /// Whether `m` is a note of an earlier roll (it is replaced, not kept).
@@ -326,6 +370,7 @@ mod tests {
             reserved_output,
             target,
             min_keep,
+            overhead: 0,
         }
     }
 
@@ -339,6 +384,32 @@ mod tests {
         assert!(e.kept[1].text().starts_with(NOTE_PREFIX));
         assert_eq!(e.kept.len() + e.evicted.len(), 22);
         assert_eq!(e.kept.last().unwrap().text(), "m19");
+    }
+
+    #[test]
+    fn the_compaction_summary_is_pinned_like_the_system_prompt() {
+        let mut summary = text(
+            Role::User,
+            "This session is being continued from a previous conversation",
+        );
+        summary.is_compact_summary = true;
+        let mut m = vec![text(Role::System, "sys"), summary.clone()];
+        m.extend(prompts(20));
+        let e = rolling_evict(m, &options(1000, 0, 0.5, 3), &|_| 40).unwrap();
+        assert_eq!(e.kept[0].text(), "sys");
+        assert_eq!(e.kept[1], summary);
+        assert!(e.kept[2].text().starts_with(NOTE_PREFIX));
+        assert!(e.evicted.iter().all(|m| !m.is_compact_summary));
+        assert_eq!(e.evicted[0].text(), "m0");
+        // Overhead counts: the same window with 300 tokens of tools evicts more.
+        let mut with_tools = options(1000, 0, 0.5, 3);
+        with_tools.overhead = 300;
+        let mut m = vec![summary];
+        m.extend(prompts(20));
+        let e2 = rolling_evict(m, &with_tools, &|_| 40).unwrap();
+        assert_eq!(e2.kept[0].text(), e.kept[1].text());
+        assert!(e2.evicted.len() > e.evicted.len());
+        assert!(e2.tokens_after <= 500 && e2.overhead_tokens == 300);
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! `isCompactSummary` that stands in for the older history. What is live is
 //! therefore the compact summary and everything after the last boundary (the
 //! boundary marker itself is bookkeeping, not something the model reads).
-//! Eviction and trimming start from there.
+//! OpenClaw writes a `compaction` entry that keeps the recent entries from
+//! `firstKeptEntryId` on: there the live context is the summary, then those
+//! kept entries, then what follows. Eviction and trimming start from there.
 
 use crate::transcript::Message;
 
@@ -19,20 +21,39 @@ pub struct LiveContext {
 }
 
 /// The live part of `messages`: everything after the last `compact_boundary`
-/// (its compact summary first), or everything when there was no compaction.
+/// (its compact summary first), or the last OpenClaw compaction summary with
+/// the entries it kept and what follows, or everything when there was no
+/// compaction.
 pub fn live_context(mut messages: Vec<Message>) -> LiveContext {
-    match messages.iter().rposition(|m| m.is_compact_boundary) {
-        Some(boundary) => {
-            let live = messages.split_off(boundary + 1);
-            LiveContext {
-                messages: live,
-                compacted: boundary + 1,
-            }
-        }
-        None => LiveContext {
+    let last = messages.iter().rposition(|m| {
+        m.is_compact_boundary || (m.is_compact_summary && m.first_kept_uuid.is_some())
+    });
+    let Some(at) = last else {
+        return LiveContext {
             messages,
             compacted: 0,
-        },
+        };
+    };
+    if messages[at].is_compact_boundary {
+        let live = messages.split_off(at + 1);
+        return LiveContext {
+            messages: live,
+            compacted: at + 1,
+        };
+    }
+    // OpenClaw: the summary, the kept entries before it, then the rest.
+    let kept_from = messages[..at]
+        .iter()
+        .position(|m| m.uuid.is_some() && m.uuid == messages[at].first_kept_uuid)
+        .unwrap_or(at);
+    let after = messages.split_off(at + 1);
+    let summary = messages.pop();
+    let kept = messages.split_off(kept_from);
+    let mut live: Vec<Message> = summary.into_iter().chain(kept).collect();
+    live.extend(after);
+    LiveContext {
+        messages: live,
+        compacted: kept_from,
     }
 }
 
@@ -65,5 +86,23 @@ mod tests {
         assert_eq!(texts, ["summary 2", "c"]);
         let whole = live_context(m[..1].to_vec());
         assert_eq!((whole.compacted, whole.messages.len()), (0, 1));
+    }
+
+    #[test]
+    fn an_openclaw_compaction_keeps_the_entries_it_names() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("data-samples/transcripts/openclaw-session.jsonl.gz");
+        let t = crate::transcript::read_file(&path, None, crate::transcript::ReadFrom::default())
+            .unwrap();
+        let live = live_context(t.messages);
+        // e07 compacted e02-e04 and kept e05 on: summary, e05, e06, then e10.
+        let ids: Vec<&str> = live
+            .messages
+            .iter()
+            .filter_map(|m| m.uuid.as_deref())
+            .collect();
+        assert_eq!(&ids[..4], ["e07", "e05", "e06", "e10"], "{ids:?}");
+        assert!(live.messages[0].is_compact_summary);
+        assert_eq!(live.compacted, 3);
     }
 }

@@ -1,16 +1,24 @@
 //! Priority trimming: when a whole prompt is over budget, what goes first.
 //!
-//! Every message gets a [`Priority`]: system prompt > agent instructions > the
-//! current task > actively edited files > recent turns > old history > stale
-//! tool output. Trimming drops the least important first (oldest first within a
-//! priority), whole tool call/result groups at a time, and never the system
-//! prompt; if the system prompt alone is over budget it fails with the numbers.
+//! Every message gets a [`Priority`]: system prompt (and the compaction
+//! summary, pinned with it) > agent instructions > the current task >
+//! actively edited files > recent turns > old history > stale tool output.
+//! Trimming works up from the least important priority: within each, tool
+//! outputs first become placeholders (oldest first: the call stays, the
+//! output is in the store), then whole tool call/result groups are dropped
+//! (oldest first); the system prompt and the summary never go. The step that
+//! crosses the budget is cut to fit instead (a tool output keeps its first
+//! lines after its placeholder, a long message its beginning), so a packed
+//! prompt lands just under its budget, not wherever dropping one more large
+//! group happened to leave it. If the pinned messages alone are over budget
+//! it fails with the numbers.
 
 use std::collections::HashSet;
 
 use serde::Serialize;
 
-use super::evict::{atomic_groups, is_note, note_message, NOTE_PREFIX};
+use super::evict::{atomic_groups, is_note, is_pinned, note_message, pinned_prefix, NOTE_PREFIX};
+use super::truncate::{calls_by_id, shorten_to, Calls, Cut};
 use crate::transcript::{Block, Message, Role};
 
 /// How much a message matters, most important first.
@@ -52,10 +60,7 @@ impl Default for PriorityOptions {
 
 /// Each message's priority.
 pub fn classify(messages: &[Message], options: &PriorityOptions) -> Vec<Priority> {
-    let pinned = messages
-        .iter()
-        .take_while(|m| m.role == Role::System && !m.is_compact_boundary)
-        .count();
+    let pinned = pinned_prefix(messages);
     let current = messages.iter().rposition(Message::is_prompt);
     let last_turn = messages.iter().map(|m| m.turn_index).max().unwrap_or(0);
     let recent_turn = last_turn.saturating_sub(options.recent_turns.saturating_sub(1));
@@ -77,7 +82,7 @@ pub fn classify(messages: &[Message], options: &PriorityOptions) -> Vec<Priority
         .iter()
         .enumerate()
         .map(|(i, m)| {
-            if i < pinned {
+            if i < pinned || is_pinned(m) {
                 return Priority::System;
             }
             if m.is_meta && m.role != Role::Tool {
@@ -182,30 +187,13 @@ pub fn trim_by_priority(
     let priorities = classify(&messages, options);
     let tokens: Vec<usize> = messages.iter().map(cost).collect();
     let total: usize = tokens.iter().sum();
-    let pinned = priorities
-        .iter()
-        .take_while(|p| **p == Priority::System)
-        .count();
-    // A group is as important as its most important message.
-    let mut groups: Vec<(Priority, usize, usize)> = atomic_groups(&messages, pinned)
-        .into_iter()
-        .map(|(s, e)| {
-            (
-                *priorities[s..=e]
-                    .iter()
-                    .min()
-                    .unwrap_or(&Priority::OldHistory),
-                s,
-                e,
-            )
-        })
-        .collect();
+    let mut groups = prioritized_groups(&messages, &priorities);
     // Least important first; oldest first within a priority.
     groups.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     let mut drop = vec![false; messages.len()];
     let mut used = total;
-    for &(_, s, e) in &groups {
-        if used <= budget {
+    for &(priority, s, e) in &groups {
+        if used <= budget || priority == Priority::System {
             break;
         }
         for d in &mut drop[s..=e] {
@@ -236,21 +224,48 @@ pub fn trim_by_priority(
     })
 }
 
+/// The atomic groups after the pinned prefix (see [`atomic_groups`]), each as
+/// important as its most important message: `(priority, first, last)`.
+fn prioritized_groups(
+    messages: &[Message],
+    priorities: &[Priority],
+) -> Vec<(Priority, usize, usize)> {
+    let pinned = priorities
+        .iter()
+        .take_while(|p| **p == Priority::System)
+        .count();
+    atomic_groups(messages, pinned)
+        .into_iter()
+        .map(|(s, e)| {
+            let p = priorities[s..=e].iter().min().copied();
+            (p.unwrap_or(Priority::OldHistory), s, e)
+        })
+        .collect()
+}
+
 /// A prompt packed into a budget: trimmed by priority, with a note where
-/// messages were dropped.
+/// messages were dropped or cut.
 #[derive(Debug, Clone, Serialize)]
 pub struct Packed {
-    /// The system prompt, the note (when something was dropped), the rest in order.
+    /// The system prompt, the note (when anything was dropped or cut), the rest in order.
     pub kept: Vec<Message>,
+    /// Dropped messages, in full.
     pub dropped: Vec<(Priority, Message)>,
+    /// Kept messages that were cut to fit (tool outputs turned into placeholders,
+    /// long messages cut): the record id their placeholder names, and the full
+    /// message, to store before the prompt is used.
+    pub cut: Vec<(String, Message)>,
+    /// Tool outputs turned into placeholders (in kept and dropped messages).
+    pub outputs_truncated: usize,
     pub note: Option<String>,
     pub tokens_before: usize,
     /// Tokens of `kept`, the note included; never above the budget.
     pub tokens_after: usize,
 }
 
-/// The note that stands where `dropped` messages were taken out of a prompt.
-pub fn trim_note(dropped: &[(Priority, Message)], tokens: usize) -> String {
+/// The note that stands where `dropped` messages were taken out of a prompt
+/// and `cut` ones shortened.
+pub fn trim_note(dropped: &[(Priority, Message)], tokens: usize, cut: &CutSummary) -> String {
     let mut by_priority: Vec<(Priority, usize)> = Vec::new();
     for (p, _) in dropped {
         match by_priority.iter_mut().find(|(q, _)| q == p) {
@@ -259,27 +274,54 @@ pub fn trim_note(dropped: &[(Priority, Message)], tokens: usize) -> String {
         }
     }
     by_priority.sort();
-    note_text(dropped.len(), tokens, &by_priority)
+    note_text(dropped.len(), tokens, &by_priority, cut)
 }
 
-fn note_text(count: usize, tokens: usize, by_priority: &[(Priority, usize)]) -> String {
-    let parts: Vec<String> = by_priority
-        .iter()
-        .map(|(p, n)| format!("{n} {}", p.as_str()))
-        .collect();
-    format!(
-        "{NOTE_PREFIX} {count} messages dropped by priority ({tokens} tokens: {}). Full transcript searchable via memory_search.]",
-        parts.join(", ")
-    )
+/// What cutting (not dropping) saved in one pack.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CutSummary {
+    pub outputs_truncated: usize,
+    pub messages_cut: usize,
+    pub tokens_saved: usize,
+}
+
+fn note_text(
+    count: usize,
+    tokens: usize,
+    by_priority: &[(Priority, usize)],
+    cut: &CutSummary,
+) -> String {
+    let mut note = NOTE_PREFIX.to_string();
+    if count > 0 {
+        let parts: Vec<String> = by_priority
+            .iter()
+            .map(|(p, n)| format!("{n} {}", p.as_str()))
+            .collect();
+        note.push_str(&format!(
+            " {count} messages dropped by priority ({tokens} tokens: {}).",
+            parts.join(", ")
+        ));
+    }
+    if cut.messages_cut > 0 {
+        note.push_str(&format!(
+            " {} messages cut to fit ({} tool outputs truncated; {} tokens saved); each placeholder names the record holding the full text.",
+            cut.messages_cut, cut.outputs_truncated, cut.tokens_saved
+        ));
+    }
+    note.push_str(" Full transcript searchable via memory_search.]");
+    note
 }
 
 /// Trims `messages` by priority so that they and the note about what was
-/// dropped fit `budget`; earlier notes are replaced.
+/// dropped or cut fit `budget`, as close under it as the messages allow (see
+/// the module docs); earlier notes are replaced. `record_id` names the record a
+/// cut message's full text is stored under.
 pub fn pack_prompt(
     messages: Vec<Message>,
     budget: usize,
     options: &PriorityOptions,
     cost: &dyn Fn(&Message) -> usize,
+    record_id: &dyn Fn(&Message) -> String,
 ) -> Result<Packed, TrimOverflow> {
     let messages: Vec<Message> = messages.into_iter().filter(|m| !is_note(m)).collect();
     let total: usize = messages.iter().map(cost).sum();
@@ -287,12 +329,33 @@ pub fn pack_prompt(
         return Ok(Packed {
             kept: messages,
             dropped: Vec::new(),
+            cut: Vec::new(),
+            outputs_truncated: 0,
             note: None,
             tokens_before: total,
             tokens_after: total,
         });
     }
-    // Room for the longest note this trim can write.
+    let reserve = cost(&note_message(longest_note()));
+    let room = budget.saturating_sub(reserve);
+    // Dropping a whole group may leave this much of the budget unused (the
+    // note can be shorter than its room); past that the group is cut instead,
+    // so the prompt lands within 90% of the budget whenever messages can be cut.
+    let slack = (budget / 10).saturating_sub(reserve);
+    let mut fit = Fit::new(messages, options, cost, record_id);
+    fit.run(room, slack);
+    if fit.used + reserve > budget {
+        // Only pinned messages are left, and they with the note are over budget.
+        return Err(TrimOverflow {
+            needed: fit.used + reserve,
+            budget,
+        });
+    }
+    Ok(fit.packed(total))
+}
+
+/// The longest note a pack can write (its room is kept free while trimming).
+fn longest_note() -> String {
     let every: Vec<(Priority, usize)> = [
         Priority::Instructions,
         Priority::CurrentTask,
@@ -304,37 +367,221 @@ pub fn pack_prompt(
     .into_iter()
     .map(|p| (p, 9_999_999))
     .collect();
-    let reserve = cost(&note_message(note_text(9_999_999, 999_999_999, &every)));
-    let trimmed = trim_by_priority(messages, budget.saturating_sub(reserve), options, cost)
-        .map_err(|e| TrimOverflow {
-            needed: e.needed + reserve,
-            budget,
-        })?;
-    if trimmed.tokens_after + reserve > budget {
-        // The budget cannot even hold the note.
-        return Err(TrimOverflow {
-            needed: trimmed.tokens_after + reserve,
-            budget,
-        });
+    let cut = CutSummary {
+        outputs_truncated: 9_999_999,
+        messages_cut: 9_999_999,
+        tokens_saved: 999_999_999,
+    };
+    note_text(9_999_999, 999_999_999, &every, &cut)
+}
+
+/// One pack in progress: the messages (some cut), what is dropped, the tokens used.
+struct Fit<'a> {
+    messages: Vec<Message>,
+    priorities: Vec<Priority>,
+    tokens: Vec<usize>,
+    dropped: Vec<bool>,
+    /// The full message of each cut one.
+    originals: Vec<Option<Message>>,
+    used: usize,
+    outputs_truncated: usize,
+    calls: Calls,
+    cost: &'a dyn Fn(&Message) -> usize,
+    record_id: &'a dyn Fn(&Message) -> String,
+}
+
+impl<'a> Fit<'a> {
+    fn new(
+        messages: Vec<Message>,
+        options: &PriorityOptions,
+        cost: &'a dyn Fn(&Message) -> usize,
+        record_id: &'a dyn Fn(&Message) -> String,
+    ) -> Fit<'a> {
+        let tokens: Vec<usize> = messages.iter().map(cost).collect();
+        Fit {
+            priorities: classify(&messages, options),
+            used: tokens.iter().sum(),
+            dropped: vec![false; messages.len()],
+            originals: vec![None; messages.len()],
+            outputs_truncated: 0,
+            calls: calls_by_id(&messages),
+            tokens,
+            messages,
+            cost,
+            record_id,
+        }
     }
-    let dropped_tokens: usize = trimmed.dropped.iter().map(|(_, m)| cost(m)).sum();
-    let note = trim_note(&trimmed.dropped, dropped_tokens);
-    let note_message = note_message(note.clone());
-    let tokens_after = trimmed.tokens_after + cost(&note_message);
-    let pinned = trimmed
-        .kept
+
+    /// Works up from the least important priority until `room` is met: first
+    /// the level's tool outputs become placeholders, then its groups go, oldest
+    /// first; the step that crosses `room` is cut to land on it when dropping
+    /// would leave more than `slack` unused.
+    fn run(&mut self, room: usize, slack: usize) {
+        let groups = prioritized_groups(&self.messages, &self.priorities);
+        let mut levels: Vec<Priority> = groups
+            .iter()
+            .map(|g| g.0)
+            .filter(|p| *p != Priority::System)
+            .collect();
+        levels.sort_unstable_by(|a, b| b.cmp(a));
+        levels.dedup();
+        for level in levels {
+            let at_level: Vec<(usize, usize)> = groups
+                .iter()
+                .filter(|g| g.0 == level)
+                .map(|g| (g.1, g.2))
+                .collect();
+            for &(first, last) in &at_level {
+                for i in first..=last {
+                    if self.used <= room {
+                        return;
+                    }
+                    self.truncate_outputs(i, room);
+                }
+            }
+            for &(first, last) in &at_level {
+                if self.used <= room {
+                    return;
+                }
+                self.drop_or_cut(first, last, room, slack);
+            }
+        }
+    }
+
+    /// Turns message `i`'s tool outputs into placeholders; if that saves more
+    /// than needed, each keeps the head of its output that fills the rest.
+    fn truncate_outputs(&mut self, i: usize, room: usize) {
+        let target = self.tokens[i].saturating_sub(self.used - room);
+        if let Some(shorter) = self.cut(i, target, Cut::ToolOutputs) {
+            let before = placeholders(&self.messages[i]);
+            self.outputs_truncated += placeholders(&shorter) - before;
+            self.replace(i, shorter);
+        }
+    }
+
+    /// Drops the group `first..=last`, unless that would leave more than
+    /// `slack` unused: then its largest messages are cut just enough.
+    fn drop_or_cut(&mut self, first: usize, last: usize, room: usize, slack: usize) {
+        let over = self.used - room;
+        let group: usize = self.tokens[first..=last].iter().sum();
+        if group > over && group - over > slack && self.cut_group(first, last, over) {
+            return;
+        }
+        for i in first..=last {
+            self.dropped[i] = true;
+        }
+        self.used -= group;
+    }
+
+    /// Cuts the group's largest messages until `over` tokens are saved; all or nothing.
+    fn cut_group(&mut self, first: usize, last: usize, over: usize) -> bool {
+        let mut order: Vec<usize> = (first..=last).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(self.tokens[i]));
+        let mut plan = Vec::new();
+        let mut remaining = over;
+        for i in order {
+            if remaining == 0 {
+                break;
+            }
+            let target = self.tokens[i].saturating_sub(remaining);
+            if let Some(shorter) = self.cut(i, target, Cut::Everything) {
+                remaining = remaining.saturating_sub(self.tokens[i] - (self.cost)(&shorter));
+                plan.push((i, shorter));
+            }
+        }
+        if remaining > 0 {
+            return false;
+        }
+        for (i, shorter) in plan {
+            self.outputs_truncated += placeholders(&shorter) - placeholders(&self.messages[i]);
+            self.replace(i, shorter);
+        }
+        true
+    }
+
+    /// Message `i` cut to at most `target` tokens, else as short as `cut`
+    /// makes it; `None` when cutting saves nothing.
+    fn cut(&self, i: usize, target: usize, cut: Cut) -> Option<Message> {
+        let m = &self.messages[i];
+        let original = self.originals[i].as_ref().unwrap_or(m);
+        let id = (self.record_id)(original);
+        let count = |text: &str| {
+            (self.cost)(&Message::new(
+                Role::Tool,
+                vec![Block::Text { text: text.into() }],
+            ))
+        };
+        shorten_to(m, target, &self.calls, cut, &id, self.cost, &count).or_else(|| {
+            let shortest = super::truncate::shorten(m, &self.calls, cut, 0, &id, &count);
+            ((self.cost)(&shortest) < self.tokens[i]).then_some(shortest)
+        })
+    }
+
+    fn replace(&mut self, i: usize, shorter: Message) {
+        let old = std::mem::replace(&mut self.messages[i], shorter);
+        if self.originals[i].is_none() {
+            self.originals[i] = Some(old);
+        }
+        let tokens = (self.cost)(&self.messages[i]);
+        self.used = self.used - self.tokens[i] + tokens;
+        self.tokens[i] = tokens;
+    }
+
+    /// The packed prompt: kept messages with the note after the pinned ones.
+    fn packed(self, tokens_before: usize) -> Packed {
+        let mut kept = Vec::new();
+        let mut dropped = Vec::new();
+        let mut cut = Vec::new();
+        let mut summary = CutSummary {
+            outputs_truncated: self.outputs_truncated,
+            ..CutSummary::default()
+        };
+        let mut dropped_tokens = 0;
+        let rows = self
+            .messages
+            .into_iter()
+            .zip(self.originals)
+            .zip(self.priorities)
+            .zip(self.dropped);
+        for (((m, original), priority), gone) in rows {
+            let full_cost = original
+                .as_ref()
+                .map_or_else(|| (self.cost)(&m), |o| (self.cost)(o));
+            if gone {
+                dropped_tokens += full_cost;
+                dropped.push((priority, original.unwrap_or(m)));
+            } else {
+                if let Some(original) = original {
+                    summary.messages_cut += 1;
+                    summary.tokens_saved += full_cost - (self.cost)(&m);
+                    cut.push(((self.record_id)(&original), original));
+                }
+                kept.push(m);
+            }
+        }
+        let note = trim_note(&dropped, dropped_tokens, &summary);
+        let note_message = note_message(note.clone());
+        let tokens_after = kept.iter().map(self.cost).sum::<usize>() + (self.cost)(&note_message);
+        let pinned = pinned_prefix(&kept);
+        kept.insert(pinned, note_message);
+        Packed {
+            kept,
+            dropped,
+            cut,
+            outputs_truncated: self.outputs_truncated,
+            note: Some(note),
+            tokens_before,
+            tokens_after,
+        }
+    }
+}
+
+/// Tool outputs of `m` that are placeholders.
+fn placeholders(m: &Message) -> usize {
+    m.content
         .iter()
-        .take_while(|m| m.role == Role::System && !m.is_compact_boundary)
-        .count();
-    let mut kept = trimmed.kept;
-    kept.insert(pinned, note_message);
-    Ok(Packed {
-        kept,
-        dropped: trimmed.dropped,
-        note: Some(note),
-        tokens_before: total,
-        tokens_after,
-    })
+        .filter(|b| matches!(b, Block::ToolResult { content, .. } if content.starts_with(super::truncate::PLACEHOLDER_PREFIX)))
+        .count()
 }
 
 impl Priority {

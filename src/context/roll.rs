@@ -180,6 +180,7 @@ mod tests {
             reserved_output: 0,
             target: 0.8,
             min_keep: 4,
+            overhead: 0,
         };
         let id = |m: &Message| format!("s:{}", m.uuid.clone().unwrap_or_default());
         let truncate = TruncateOptions::default();

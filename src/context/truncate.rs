@@ -114,13 +114,126 @@ pub fn truncate_tool_outputs(
 /// How every placeholder starts (so a second pass leaves it alone).
 pub const PLACEHOLDER_PREFIX: &str = "[tool output truncated:";
 
-/// Tool calls by id: (name, input).
-fn calls_by_id(messages: &[Message]) -> HashMap<&str, (String, Value)> {
+/// What [`shorten`] cuts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// Tool outputs only (each becomes a placeholder).
+    ToolOutputs,
+    /// Tool outputs, and text and thinking blocks.
+    Everything,
+}
+
+/// `m` with its tool outputs (and with [`Cut::Everything`] its text) cut to
+/// their first `keep` characters: a tool output becomes the placeholder
+/// (naming `record_id`, where the full message is stored) followed by that
+/// head; a longer text keeps its head and says where the rest is. `count`
+/// gives a text's tokens (for the placeholder's figure).
+pub fn shorten(
+    m: &Message,
+    calls: &Calls,
+    cut: Cut,
+    keep: usize,
+    record_id: &str,
+    count: &dyn Fn(&str) -> usize,
+) -> Message {
+    let mut out = m.clone();
+    for block in &mut out.content {
+        match block {
+            Block::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+                name,
+            } if !content.starts_with(PLACEHOLDER_PREFIX) => {
+                let call = calls.get(tool_use_id.as_str());
+                let files = call.map(call_files).unwrap_or_default();
+                let tool = name
+                    .clone()
+                    .or_else(|| call.map(|c| c.0.clone()))
+                    .unwrap_or_else(|| "tool".into());
+                let mut text =
+                    placeholder(&tool, &files, content, *is_error, count(content), record_id);
+                let head = head_of(content, keep);
+                if !head.is_empty() {
+                    text.push('\n');
+                    text.push_str(head);
+                }
+                *content = text;
+            }
+            Block::Text { text } | Block::Thinking { thinking: text } if cut == Cut::Everything => {
+                let head = head_of(text, keep);
+                if head.len() < text.len() {
+                    *text = format!(
+                        "{head}\n[… cut: {} of {} tokens shown; the full message is in record {record_id}]",
+                        count(head),
+                        count(text)
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The longest version of `m` cut by [`shorten`] that costs at most `tokens`
+/// (found by bisecting the characters kept), or `None` if even the shortest
+/// does not fit or saves nothing.
+pub fn shorten_to(
+    m: &Message,
+    tokens: usize,
+    calls: &Calls,
+    cut: Cut,
+    record_id: &str,
+    cost: &dyn Fn(&Message) -> usize,
+    count: &dyn Fn(&str) -> usize,
+) -> Option<Message> {
+    let at = |keep| shorten(m, calls, cut, keep, record_id, count);
+    let shortest = at(0);
+    if shortest == *m || cost(&shortest) > tokens || cost(&shortest) >= cost(m) {
+        return None;
+    }
+    let longest = m
+        .content
+        .iter()
+        .map(|b| match b {
+            Block::ToolResult { content, .. } => content.chars().count(),
+            Block::Text { text } | Block::Thinking { thinking: text } => text.chars().count(),
+            _ => 0,
+        })
+        .max()
+        .unwrap_or(0);
+    // Largest `keep` in 0..longest whose version fits.
+    let (mut fits, mut over) = (0, longest);
+    while over - fits > 1 {
+        let mid = (fits + over) / 2;
+        if cost(&at(mid)) <= tokens {
+            fits = mid;
+        } else {
+            over = mid;
+        }
+    }
+    Some(at(fits))
+}
+
+/// The first `chars` characters of `text`.
+fn head_of(text: &str, chars: usize) -> &str {
+    match text.char_indices().nth(chars) {
+        Some((i, _)) => &text[..i],
+        None => text,
+    }
+}
+
+/// Tool calls by id: their name and input.
+pub type Calls = HashMap<String, (String, Value)>;
+
+/// The tool calls of `messages`, by id.
+pub fn calls_by_id(messages: &[Message]) -> Calls {
     let mut calls = HashMap::new();
     for m in messages {
         for block in &m.content {
             if let Block::ToolUse { id, name, input } = block {
-                calls.insert(id.as_str(), (name.clone(), input.clone()));
+                calls.insert(id.clone(), (name.clone(), input.clone()));
             }
         }
     }

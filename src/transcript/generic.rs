@@ -100,12 +100,14 @@ pub(super) fn is_whole_json(bytes: &[u8]) -> bool {
 }
 
 /// Reads a whole-document transcript: a list of messages, or `{messages: [...]}`.
-pub(super) fn read_whole_json(bytes: &[u8], out: &mut Builder) {
+/// Returns whether the document parsed: one that does not may still be being
+/// written (or be the first bytes of a JSONL line), so nothing of it counts as read.
+pub(super) fn read_whole_json(bytes: &[u8], out: &mut Builder) -> bool {
     out.lines = super::count_lines(bytes) + 1;
     out.at(1, 0);
     let Ok(doc) = serde_json::from_slice::<Value>(bytes) else {
         out.skipped.non_json += 1;
-        return;
+        return false;
     };
     if let Some(id) = str_of(&doc, "sessionId").or_else(|| str_of(&doc, "session_id")) {
         out.session_id = Some(id);
@@ -116,7 +118,7 @@ pub(super) fn read_whole_json(bytes: &[u8], out: &mut Builder) {
             Some(items) => items.as_slice(),
             None => {
                 out.skipped.unknown("(document without messages)");
-                return;
+                return true;
             }
         },
     };
@@ -135,6 +137,7 @@ pub(super) fn read_whole_json(bytes: &[u8], out: &mut Builder) {
             None => out.skipped.unknown("(no role)"),
         }
     }
+    true
 }
 
 fn with_session(mut m: Message, session: Option<&str>) -> Message {

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::{read_bytes, read_slice, Format, Message, ReadFrom, Skipped, Transcript};
+use super::{read_bytes, read_slice, Format, Message, ReadFrom, Skipped, Transcript, TurnAnchor};
 use crate::embed::Embedder;
 use crate::error::{Error, Origin, Result};
 use crate::record::{parse_record, ParseOptions, Record};
@@ -34,8 +34,33 @@ pub fn message_id(session_id: &str, message: &Message) -> String {
     }
 }
 
-/// The `message` record JSON for one message of `transcript`.
-pub fn message_record(transcript: &Transcript, message: &Message, namespace: &str) -> Value {
+/// Which flow wrote a message record, kept as its `origin.via`: a message
+/// ingested from a transcript and one evicted from a live context are told
+/// apart later (what `prune`'s summary says of them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    Ingest,
+    Evict,
+    Pack,
+}
+
+impl Via {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Ingest => "ingest",
+            Via::Evict => "evict",
+            Via::Pack => "pack",
+        }
+    }
+}
+
+/// The `message` record JSON for one message of `transcript`, written by `via`.
+pub fn message_record(
+    transcript: &Transcript,
+    message: &Message,
+    namespace: &str,
+    via: Via,
+) -> Value {
     let session = message
         .session_id
         .clone()
@@ -68,6 +93,7 @@ pub fn message_record(transcript: &Transcript, message: &Message, namespace: &st
             "path": transcript.path.display().to_string(),
             "format": transcript.format.as_str(),
             "line": message.line,
+            "via": via.as_str(),
         },
     });
     let Value::Object(map) = &mut record else {
@@ -100,11 +126,12 @@ pub fn message_record(transcript: &Transcript, message: &Message, namespace: &st
     record
 }
 
-/// Validated records for every message of `transcript`.
+/// Validated records for every message of `transcript`, written by `via`.
 pub fn transcript_records(
     transcript: &Transcript,
     namespace: &str,
     added_at: &str,
+    via: Via,
 ) -> Result<Vec<Record>> {
     let options = ParseOptions {
         added_at: added_at.to_string(),
@@ -115,7 +142,7 @@ pub fn transcript_records(
     let mut records = Vec::with_capacity(transcript.messages.len());
     let mut errors = Vec::new();
     for message in &transcript.messages {
-        let value = message_record(transcript, message, namespace);
+        let value = message_record(transcript, message, namespace, via);
         match parse_record(value, &Origin::line(path.clone(), message.line), &options) {
             Ok(r) => records.push(r),
             Err(e) => errors.push(e),
@@ -125,6 +152,21 @@ pub fn transcript_records(
         return Err(Error::Input(crate::error::InputErrors(errors)));
     }
     Ok(records)
+}
+
+/// The records whose message the store does not hold yet with the same text:
+/// a message ingested before it was evicted (or evicted twice) is stored once,
+/// and keeps the `via` it was first written with instead of flipping.
+pub fn not_stored_yet(store: &Store, records: Vec<Record>) -> Result<Vec<Record>> {
+    let searcher = store.reader()?.searcher();
+    let mut out = Vec::with_capacity(records.len());
+    for record in records {
+        let stored = crate::store::get_record(&searcher, store.fields(), &record.id)?;
+        if stored.is_none_or(|s| s.source.get("text") != record.source.get("text")) {
+            out.push(record);
+        }
+    }
+    Ok(out)
 }
 
 /// How far a file was read, kept in `<store>/ingest/`.
@@ -185,26 +227,53 @@ pub struct IngestReport {
     pub parse_mb_per_s: f64,
     pub store: Option<AddReport>,
     /// Messages not written because a more complete file holds the same message
-    /// (a session copied into two files): the copy from the larger file wins.
+    /// (a session copied into two files): the copy from the file with more of
+    /// the session's lines wins.
     pub superseded: usize,
     pub seconds: f64,
     pub dry_run: bool,
 }
 
-/// How complete a transcript file is taken to be: its size on disk, then its
-/// path (so ties break the same way every time). A file that cannot be read
-/// ranks lowest.
+/// How complete a copy of a session a transcript file is, judged by its
+/// content: the lines it holds, then the time of its last line, then its path
+/// (so ties break the same way every time). A checkpoint or partial copy holds
+/// a prefix of the session's lines, so the full file has more of them, whatever
+/// their size on disk (a `.jsonl.gz` is a tenth of the `.jsonl` it holds). A
+/// file that cannot be read ranks lowest.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct FileRank(Option<(u64, String)>);
+pub struct FileRank(Option<(u64, String, String)>);
 
 impl FileRank {
-    fn of(path: &str) -> FileRank {
-        FileRank(
-            std::fs::metadata(path)
-                .ok()
-                .map(|m| (m.len(), path.to_string())),
-        )
+    /// The rank of the file at `path`, read (and decompressed) now.
+    pub fn of(path: &str) -> FileRank {
+        match read_bytes(Path::new(path)) {
+            Ok(bytes) => FileRank::of_bytes(path, &bytes),
+            Err(_) => FileRank(None),
+        }
     }
+
+    /// The rank of a file whose (decompressed) bytes are `bytes`.
+    pub fn of_bytes(path: &str, bytes: &[u8]) -> FileRank {
+        let lines = bytes
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.trim_ascii().is_empty())
+            .count() as u64;
+        FileRank(Some((lines, last_timestamp(bytes), path.to_string())))
+    }
+}
+
+/// The `timestamp` of the last line that has one ("" when none does).
+fn last_timestamp(bytes: &[u8]) -> String {
+    const KEY: &[u8] = b"\"timestamp\"";
+    bytes
+        .rsplit(|&b| b == b'\n')
+        // Parse only lines that can hold one: most of a file is not read.
+        .filter(|line| line.windows(KEY.len()).any(|w| w == KEY))
+        .find_map(|line| {
+            let value: Value = serde_json::from_slice(line.trim_ascii()).ok()?;
+            value.get("timestamp")?.as_str().map(str::to_string)
+        })
+        .unwrap_or_default()
 }
 
 /// The file a stored or new message record came from.
@@ -215,11 +284,11 @@ fn origin_path(record: &Record) -> Option<&str> {
 /// One record per id, from the most complete file that holds it.
 ///
 /// The same session can sit in two files (a checkpoint copy repeats the first
-/// lines of a later one), so the same message id comes from both. Keeping the
-/// copy from the larger file, here and against what the store already holds,
-/// makes ingest stable: reading the same folder again changes nothing, whatever
-/// part of each file a resumed read covers. Returns the records to write and how
-/// many were left out.
+/// lines of a later one, a partial copy its first lines), so the same message id
+/// comes from both. Keeping the copy from the more complete file ([`FileRank`]),
+/// here and against what the store already holds, makes ingest stable: reading
+/// the files again, in any order, changes nothing, whatever part of each file a
+/// resumed read covers. Returns the records to write and how many were left out.
 fn most_complete_copies(
     store: &Store,
     records: Vec<(FileRank, Record)>,
@@ -281,6 +350,7 @@ pub fn ingest(
     let mut records: Vec<(FileRank, Record)> = Vec::new();
     let mut states = Vec::new();
     let mut parse_time = Duration::ZERO;
+    let mut parents = ParentSessions::default();
     for (i, path) in files.iter().enumerate() {
         progress(i, files.len());
         let bytes = read_bytes(path)?;
@@ -289,12 +359,16 @@ pub fn ingest(
             _ => ReadFrom::default(),
         };
         let t = Instant::now();
-        let transcript = read_slice(path, &bytes, options.format, from)?;
+        let mut transcript = read_slice(path, &bytes, options.format, from)?;
         parse_time += t.elapsed();
+        if transcript.is_subagent() {
+            let anchors = parents.anchors(store, &transcript)?;
+            transcript.align_subagent_turns(&anchors);
+        }
         if store.is_some() && !options.dry_run {
-            let rank = FileRank::of(&path.display().to_string());
+            let rank = FileRank::of_bytes(&path.display().to_string(), &bytes);
             records.extend(
-                transcript_records(&transcript, &options.namespace, &added_at)?
+                transcript_records(&transcript, &options.namespace, &added_at, Via::Ingest)?
                     .into_iter()
                     .map(|r| (rank.clone(), r)),
             );
@@ -315,6 +389,57 @@ pub fn ingest(
     }
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// The turns of the sessions that subagent transcripts belong to, read once
+/// per session: from the session's own file beside the subagent's, else from
+/// the session's messages already in the store.
+#[derive(Default)]
+struct ParentSessions {
+    by_file: std::collections::HashMap<PathBuf, Vec<TurnAnchor>>,
+}
+
+impl ParentSessions {
+    fn anchors(&mut self, store: Option<&Store>, sub: &Transcript) -> Result<Vec<TurnAnchor>> {
+        if let Some(parent) = super::parent_session_file(&sub.path) {
+            if let Some(anchors) = self.by_file.get(&parent) {
+                return Ok(anchors.clone());
+            }
+            let read = super::read_file(&parent, Some(sub.format), ReadFrom::default())?;
+            let anchors = TurnAnchor::of(&read.messages);
+            self.by_file.insert(parent, anchors.clone());
+            return Ok(anchors);
+        }
+        let Some(store) = store else {
+            return Ok(Vec::new());
+        };
+        let searcher = store.reader()?.searcher();
+        let records = crate::store::browse::session_messages(
+            &searcher,
+            store.fields(),
+            &sub.session_id,
+            0,
+            u64::MAX,
+        )?;
+        Ok(records
+            .iter()
+            .filter(|r| r.source.get("is_sidechain") != Some(&Value::Bool(true)))
+            .map(|r| TurnAnchor {
+                timestamp: r
+                    .source
+                    .get("timestamp")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                turn: r.fields.start_turn.unwrap_or(0),
+                agent_id: r
+                    .source
+                    .get("tool_use_result")
+                    .and_then(|t| t.get("agentId"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            })
+            .collect())
+    }
 }
 
 impl IngestReport {
@@ -403,4 +528,150 @@ fn save_state(store: &Store, state: &IngestState) -> Result<()> {
         .map_err(|e| Error::io(tmp.path(), e))?;
     tmp.persist(&path).map_err(|e| Error::io(&path, e.error))?;
     crate::store::config::sync_dir(&dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One Claude Code line of a generated session, by kind: 0 prompt, 1 reply
+    /// over two lines (one API response), 2 tool call, 3 tool result, 4 a
+    /// compaction (boundary and summary), 5 injected text, 6 a subagent's line.
+    fn session_lines(kinds: &[u8]) -> (String, Vec<(String, u64)>) {
+        let mut text = String::new();
+        let mut expected = Vec::new();
+        let mut prompts = 0u64;
+        let line = |v: serde_json::Value, text: &mut String| {
+            text.push_str(&v.to_string());
+            text.push('\n');
+        };
+        for (i, kind) in kinds.iter().enumerate() {
+            let uuid = format!("u{i}");
+            let at = format!("2026-03-02T09:{:02}:{:02}.000Z", i / 60 % 60, i % 60);
+            let base =
+                json!({"sessionId": "s", "uuid": uuid, "timestamp": at, "isSidechain": false});
+            let with = |extra: serde_json::Value| {
+                let mut v = base.clone();
+                for (k, x) in extra.as_object().unwrap() {
+                    v[k] = x.clone();
+                }
+                v
+            };
+            match kind % 7 {
+                0 => {
+                    prompts += 1;
+                    line(
+                        with(
+                            json!({"type": "user", "message": {"role": "user", "content": format!("ask {i}")}}),
+                        ),
+                        &mut text,
+                    );
+                }
+                1 => {
+                    for part in ["first", "second"] {
+                        line(
+                            with(
+                                json!({"type": "assistant", "requestId": format!("r{i}"), "message": {"id": format!("m{i}"), "role": "assistant", "content": [{"type": "text", "text": format!("{part} part of {i}")}]}}),
+                            ),
+                            &mut text,
+                        );
+                    }
+                }
+                2 => line(
+                    with(
+                        json!({"type": "assistant", "requestId": format!("r{i}"), "message": {"id": format!("m{i}"), "role": "assistant", "content": [{"type": "tool_use", "id": format!("t{i}"), "name": "Bash", "input": {"command": "ls"}}]}}),
+                    ),
+                    &mut text,
+                ),
+                3 => line(
+                    with(
+                        json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": "ok"}]}}),
+                    ),
+                    &mut text,
+                ),
+                4 => {
+                    line(
+                        with(
+                            json!({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted"}),
+                        ),
+                        &mut text,
+                    );
+                    expected.push((uuid.clone(), prompts.saturating_sub(1)));
+                    let summary = format!("{uuid}-summary");
+                    let mut v = with(
+                        json!({"type": "user", "isCompactSummary": true, "message": {"role": "user", "content": [{"type": "text", "text": "This session is being continued from a previous conversation"}]}}),
+                    );
+                    v["uuid"] = json!(summary);
+                    line(v, &mut text);
+                    expected.push((summary, prompts.saturating_sub(1)));
+                    continue;
+                }
+                5 => line(
+                    with(
+                        json!({"type": "user", "isMeta": true, "message": {"role": "user", "content": "<command-name>/clear</command-name>"}}),
+                    ),
+                    &mut text,
+                ),
+                _ => line(
+                    with(
+                        json!({"type": "user", "isSidechain": true, "agentId": "a1", "message": {"role": "user", "content": "subagent task"}}),
+                    ),
+                    &mut text,
+                ),
+            }
+            expected.push((uuid, prompts.saturating_sub(1)));
+        }
+        (text, expected)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// However a growing session file is cut into reads (each resuming where
+        /// the last one saved its position, mid-line cuts included), and wherever
+        /// compactions fall, every message gets the turn a whole read gives it:
+        /// the prompts before it, counted through the whole session.
+        #[test]
+        fn turn_indices_survive_cuts_and_compactions(
+            kinds in prop::collection::vec(0u8..7, 1..40),
+            cuts in prop::collection::vec(0.0f64..1.0, 0..6),
+        ) {
+            let (text, expected) = session_lines(&kinds);
+            let bytes = text.as_bytes();
+            let path = Path::new("s.jsonl");
+            let whole = read_slice(path, bytes, Some(Format::ClaudeCode), ReadFrom::default()).unwrap();
+            let turns: std::collections::HashMap<String, u64> = whole
+                .messages
+                .iter()
+                .map(|m| (m.uuid.clone().unwrap(), m.turn_index))
+                .collect();
+            for (uuid, turn) in &expected {
+                prop_assert_eq!(turns.get(uuid), Some(turn), "{}", uuid);
+            }
+            let mut ends: Vec<usize> = cuts.iter().map(|c| (c * bytes.len() as f64) as usize).collect();
+            ends.sort_unstable();
+            ends.push(bytes.len());
+            let mut from = ReadFrom::default();
+            let mut seen = std::collections::HashMap::new();
+            for end in ends {
+                let part = &bytes[..end];
+                if (from.offset as usize) > part.len() {
+                    continue;
+                }
+                let t = read_slice(path, part, Some(Format::ClaudeCode), from.clone()).unwrap();
+                for m in &t.messages {
+                    seen.insert(m.uuid.clone().unwrap(), m.turn_index);
+                }
+                let state = next_state(&t, part);
+                from = ReadFrom {
+                    offset: state.resume_offset,
+                    prompts_before: state.prompts_before,
+                    session_id: Some(state.session_id),
+                };
+            }
+            // The last read of each message is the one stored: it matches a whole read.
+            prop_assert_eq!(seen, turns);
+        }
+    }
 }

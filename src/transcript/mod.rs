@@ -145,6 +145,11 @@ pub struct Message {
     /// The marker line of a compaction (`compact_boundary`); older history ends here.
     #[serde(default, skip_serializing_if = "is_false")]
     pub is_compact_boundary: bool,
+    /// On an OpenClaw compaction summary: the first older entry the compaction
+    /// kept (`firstKeptEntryId`); the live context is the summary, the entries
+    /// from this one on, and what follows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_kept_uuid: Option<String>,
     /// The subagent that wrote this message (Claude Code `agentId`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
@@ -179,6 +184,7 @@ impl Message {
             is_meta: false,
             is_compact_summary: false,
             is_compact_boundary: false,
+            first_kept_uuid: None,
             agent_id: None,
             tool_use_result: None,
             turn_index: 0,
@@ -314,12 +320,22 @@ impl Message {
             .collect()
     }
 
-    /// A prompt typed by the user (not a tool result, injected text or summary).
+    /// A prompt typed by the user (not a tool result, injected text or summary,
+    /// nor the task a subagent was given: that is part of the user's turn).
     pub fn is_prompt(&self) -> bool {
         self.role == Role::User
             && !self.is_meta
             && !self.is_compact_summary
+            && !self.is_sidechain
             && self.content.iter().any(|b| matches!(b, Block::Text { .. }))
+    }
+
+    /// The subagent this message belongs to or answers for: its own `agentId`,
+    /// else the one a `Task` tool result names (`toolUseResult.agentId`).
+    pub fn subagent_id(&self) -> Option<&str> {
+        self.agent_id
+            .as_deref()
+            .or_else(|| self.tool_use_result.as_ref()?.get("agentId")?.as_str())
     }
 }
 
@@ -422,6 +438,89 @@ impl Transcript {
     pub fn tool_calls(&self) -> usize {
         self.messages.iter().map(|m| m.tool_use_ids().count()).sum()
     }
+
+    /// Whether this is a subagent's own transcript: every message is on a side chain.
+    pub fn is_subagent(&self) -> bool {
+        !self.messages.is_empty() && self.messages.iter().all(|m| m.is_sidechain)
+    }
+
+    /// Gives a subagent's messages the turn of the parent session they belong
+    /// to, so a session's turn indices stay ordered across its files (a
+    /// subagent's file counts no user prompts of its own, and would otherwise
+    /// put everything it did at turn 0). The turn is that of a parent message
+    /// naming the same subagent (its lines in the parent file, the `Task`
+    /// result), else of the last parent message written at or before each
+    /// message. Does nothing without anchors.
+    pub fn align_subagent_turns(&mut self, parent: &[TurnAnchor]) {
+        if parent.is_empty() {
+            return;
+        }
+        let agent = self.messages.iter().find_map(|m| m.agent_id.clone());
+        let named = agent.as_deref().and_then(|agent| {
+            parent
+                .iter()
+                .find(|a| a.agent_id.as_deref() == Some(agent))
+                .map(|a| a.turn)
+        });
+        let mut by_time: Vec<&TurnAnchor> =
+            parent.iter().filter(|a| a.timestamp.is_some()).collect();
+        by_time.sort_by(|a, b| a.timestamp.cmp(&b.timestamp).then(a.turn.cmp(&b.turn)));
+        let last_turn = parent.iter().map(|a| a.turn).max().unwrap_or(0);
+        for message in &mut self.messages {
+            message.turn_index = named.unwrap_or_else(|| match &message.timestamp {
+                Some(at) => {
+                    let before = by_time.partition_point(|a| a.timestamp.as_ref() <= Some(at));
+                    before.checked_sub(1).map_or_else(
+                        || by_time.first().map_or(0, |a| a.turn),
+                        |i| by_time[i].turn,
+                    )
+                }
+                None => last_turn,
+            });
+        }
+    }
+}
+
+/// Where a parent session was at one message: the turn, when, and which
+/// subagent the message names (see [`Transcript::align_subagent_turns`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnAnchor {
+    pub timestamp: Option<String>,
+    pub turn: u64,
+    pub agent_id: Option<String>,
+}
+
+impl TurnAnchor {
+    /// The anchors of a parent session's own messages (not its subagents', whose
+    /// turns are what is being worked out).
+    pub fn of(messages: &[Message]) -> Vec<TurnAnchor> {
+        messages
+            .iter()
+            .filter(|m| !m.is_sidechain)
+            .map(|m| TurnAnchor {
+                timestamp: m.timestamp.clone(),
+                turn: m.turn_index,
+                agent_id: m.subagent_id().map(str::to_string),
+            })
+            .collect()
+    }
+}
+
+/// The session file a Claude Code subagent transcript belongs to:
+/// `<project>/<session>/subagents/agent-<id>.jsonl` is part of
+/// `<project>/<session>.jsonl` (or `.jsonl.gz`), when that file exists.
+pub fn parent_session_file(path: &Path) -> Option<PathBuf> {
+    let subagents = path.parent()?;
+    if subagents.file_name()? != "subagents" {
+        return None;
+    }
+    let session_dir = subagents.parent()?;
+    let session = session_dir.file_name()?.to_str()?;
+    let project = session_dir.parent()?;
+    [".jsonl", ".jsonl.gz"]
+        .iter()
+        .map(|suffix| project.join(format!("{session}{suffix}")))
+        .find(|p| p.is_file())
 }
 
 /// Where to start reading, and what came before (for resumed reads).
@@ -475,8 +574,11 @@ pub fn read_slice(
     builder.session_id = from.session_id;
     let start = (from.offset as usize).min(bytes.len());
     if start == 0 && generic::is_whole_json(bytes) {
-        generic::read_whole_json(bytes, &mut builder);
-        return Ok(builder.finish(path, format, stem, bytes.len(), 0, bytes.len()));
+        let parsed = generic::read_whole_json(bytes, &mut builder);
+        // A document that does not parse yet (still being written, or the first
+        // bytes of a JSONL line) is read again from the start next time.
+        let end = if parsed { bytes.len() } else { 0 };
+        return Ok(builder.finish(path, format, stem, bytes.len(), 0, end));
     }
     let mut parser: Box<dyn LineParser> = match format {
         Format::ClaudeCode => Box::new(claude_code::Parser),
@@ -825,6 +927,24 @@ mod tests {
         // The last line has no newline: it is read, but a resumed read starts before it.
         assert_eq!(t.end_offset as usize, text.len() - 29);
         assert_eq!(t.messages[2].turn_index, 1);
+    }
+
+    #[test]
+    fn a_first_line_still_being_written_is_read_again_from_the_start() {
+        // `{` alone looks like the start of a pretty-printed JSON document; it
+        // does not parse, so nothing of it counts as read (before, the next read
+        // resumed after it and lost the line).
+        let full = b"{\"role\":\"user\",\"content\":\"first\"}\n";
+        for cut in [1, 10] {
+            let t = read_slice(
+                Path::new("x.jsonl"),
+                &full[..cut],
+                Some(Format::Generic),
+                ReadFrom::default(),
+            )
+            .unwrap();
+            assert_eq!((t.messages.len(), t.end_offset), (0, 0), "cut at {cut}");
+        }
     }
 
     #[test]

@@ -44,6 +44,9 @@ impl LineParser for Parser {
                 let mut m = self.entry(value, Role::User, vec![Block::Text { text: summary }]);
                 m.is_compact_summary = kind == "compaction";
                 m.is_meta = kind == "branch_summary";
+                if m.is_compact_summary {
+                    m.first_kept_uuid = str_of(value, "firstKeptEntryId");
+                }
                 out.push(m);
             }
             "custom_message" => {
