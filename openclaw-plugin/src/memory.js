@@ -7,8 +7,8 @@
 // `path` is its record id and its lines are its turn range; memory_get with
 // that path reads the record, and for a segment or task the raw messages of its
 // turn range (`from` = first turn, `lines` = how many messages).
-// TODO(drill-down): when the server's memory_get takes {session, from, to},
-// a `sessions/<id>` path will read any turn range of a session here.
+// A `sessions/<id>` path is not offered: the server reads session turn ranges
+// by the Claude Code hooks' turn index, which sessions written here lack.
 
 import { message } from "./client.js";
 
