@@ -842,6 +842,7 @@ fn message_summary(namespace: &str, session: &str, group: &[Entry], now: i64) ->
         access_count: 0,
         last_accessed: None,
         context: None,
+        context_from: None,
         source,
         fields: Default::default(),
     };
