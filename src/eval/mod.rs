@@ -605,13 +605,13 @@ impl Run<'_> {
                 let Some(rels) = judgements.records.get(&result.query_id) else {
                     return Ok(());
                 };
-                let all: Vec<String> = result.results.iter().map(|r| r.id.clone()).collect();
+                let all: Vec<String> = result.results.iter().map(|r| credited(r, rels)).collect();
                 let kept: Vec<&crate::search::batch::RankedId> = result
                     .results
                     .iter()
                     .filter(|r| r.score >= self.min_score)
                     .collect();
-                let ranked: Vec<String> = kept.iter().map(|r| r.id.clone()).collect();
+                let ranked: Vec<String> = kept.iter().map(|r| credited(r, rels)).collect();
                 overall.add(&ranked, rels);
                 unfiltered.add(&all, rels);
                 if let Some(group) = group_of.get(result.query_id.as_str()) {
@@ -658,6 +658,20 @@ impl Run<'_> {
             latency_ms_p99: metrics::percentile(&latencies, 99.0),
         })
     }
+}
+
+/// The id a hit is judged by: its own when judged relevant, else that of a
+/// relevant copy folded into it (the hit shows that copy's text), else its own.
+fn credited(hit: &crate::search::batch::RankedId, rels: &HashMap<String, f64>) -> String {
+    let relevant = |id: &String| rels.get(id).is_some_and(|&g| g > 0.0);
+    if relevant(&hit.id) {
+        return hit.id.clone();
+    }
+    hit.duplicates
+        .iter()
+        .find(|id| relevant(id))
+        .unwrap_or(&hit.id)
+        .clone()
 }
 
 /// Whether an answer session is among the sessions of the top 5 hits, and an
@@ -849,4 +863,27 @@ fn first_json_line(path: &Path) -> Result<Value> {
         }
     }
     Ok(Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::batch::RankedId;
+
+    #[test]
+    fn a_hit_is_credited_with_a_relevant_copy_folded_into_it() {
+        let rels = HashMap::from([("b".to_string(), 1.0), ("c".to_string(), 0.0)]);
+        let hit = |id: &str, duplicates: &[&str]| RankedId {
+            id: id.into(),
+            score: 0.5,
+            duplicates: duplicates.iter().map(|d| d.to_string()).collect(),
+        };
+        assert_eq!(credited(&hit("a", &["c", "b"]), &rels), "b");
+        assert_eq!(credited(&hit("b", &["a"]), &rels), "b");
+        assert_eq!(
+            credited(&hit("a", &["c"]), &rels),
+            "a",
+            "grade 0 is not relevant"
+        );
+    }
 }

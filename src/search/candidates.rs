@@ -193,7 +193,8 @@ pub fn scores_at(
 /// The identifiers of a query, as the index holds them whole: words with a
 /// digit and a letter (`E0502`, `oauth2`), with code punctuation (`oauth2.py`,
 /// `parse_config`, `src/auth`), or in camelCase (`parseConfig`). Plain words,
-/// numbers and hyphenated prose (`end-to-end`) are not identifiers.
+/// numbers, hyphenated prose (`end-to-end`) and units or brands with a capital
+/// inside (`pH`, `iOS`) are not identifiers.
 pub fn identifier_terms(analyzer: &TextAnalyzer, query: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for word in query.split(|c: char| c.is_whitespace() || "()[]{}<>,;\"'`!?*=".contains(c)) {
@@ -219,9 +220,11 @@ fn is_identifier(word: &str) -> bool {
     let digits = word.chars().any(|c| c.is_ascii_digit());
     let code_punctuation = word.contains(['_', '.', '/', '\\', ':', '#', '@', '$', '~']);
     let chars: Vec<char> = word.chars().collect();
+    // A capital inside a word that goes on in lower case (`parseConfig`), not
+    // a unit or a brand (`pH`, `iOS`, `macOS`).
     let camel = chars
-        .windows(2)
-        .any(|w| w[0].is_lowercase() && w[1].is_uppercase());
+        .windows(3)
+        .any(|w| w[0].is_lowercase() && w[1].is_uppercase() && w[2].is_lowercase());
     letters && (digits || code_punctuation || camel)
 }
 
@@ -290,6 +293,7 @@ mod tests {
         assert!(identifier_terms(&analyzer, "plain words and 42 numbers").is_empty());
         assert!(is_identifier("ShutdownTimeout") && is_identifier("CCL19"));
         assert!(!is_identifier("Telemetry") && !is_identifier("short-lived"));
+        assert!(!is_identifier("pH") && !is_identifier("iOS") && !is_identifier("macOS"));
     }
 
     #[test]
