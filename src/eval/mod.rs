@@ -267,18 +267,18 @@ pub fn evaluate(
             path,
         )?;
     }
-    let asked = if options.runs.is_empty() && judgements.sessions.is_some() {
-        // Agent questions: words alone against the default ranking.
-        vec![
-            RankOptions {
-                mode: Mode::Bm25,
-                ..RankOptions::default()
-            },
-            RankOptions::default(),
-        ]
-    } else {
-        options.runs.clone()
+    let bm25 = RankOptions {
+        mode: Mode::Bm25,
+        ..RankOptions::default()
     };
+    let mut asked = options.runs.clone();
+    if asked.is_empty() {
+        asked.push(RankOptions::default());
+    }
+    if judgements.sessions.is_some() && !asked.iter().any(|r| r.mode == Mode::Bm25) {
+        // Agent questions: words alone beside the ranking asked for.
+        asked.insert(0, bm25);
+    }
     let vectors = engine.vector_status() == "used";
     let runs = runs_possible(&asked, vectors);
     let mut sessions = SessionOf::new(&store);
@@ -753,8 +753,8 @@ fn dump_candidates(
     out.flush().map_err(|e| Error::io(path, e))
 }
 
-/// The rankings `--compare` measures: each retriever alone, RRF, and linear
-/// (min-max) and z-score fusion at several weights.
+/// The rankings `--compare` measures: each retriever alone, RRF, linear
+/// (min-max) and z-score fusion at several weights, and the calibrated default.
 pub fn comparison_runs() -> Vec<RankOptions> {
     let mut runs = vec![
         RankOptions {
@@ -780,6 +780,8 @@ pub fn comparison_runs() -> Vec<RankOptions> {
             });
         }
     }
+    // The default last: the headline of abstention (`--negatives`).
+    runs.push(RankOptions::default());
     runs
 }
 
