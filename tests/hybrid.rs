@@ -212,3 +212,51 @@ fn hybrid_keeps_exact_identifier_hits() {
     let found = ids(&e, "E0502", 2, &Filters::default(), Mode::Hybrid);
     assert_eq!(found.first().map(String::as_str), Some("id"));
 }
+
+/// Copies of one text fold into one hit that says how many records it stands
+/// for, so they never fill the top k (issue 20).
+#[test]
+fn identical_texts_fold_into_one_hit() {
+    let copy = "the deploy script failed on the staging cluster after the upgrade";
+    let (_dir, store) = store_with(vec![
+        note("a", copy, "p"),
+        note("b", copy, "p"),
+        note("c", copy, "p"),
+        note("d", "deploy rollback steps for the staging cluster", "p"),
+        note("e", "garden tulips bloom in spring", "p"),
+    ]);
+    let e = engine(&store);
+    let all = Filters {
+        min_score: Some(0.0),
+        ..Filters::default()
+    };
+    for mode in [Mode::Bm25, Mode::Hybrid] {
+        let rank = RankOptions {
+            mode,
+            ..RankOptions::default()
+        };
+        let response = e
+            .search("deploy script staging cluster", 3, &all, &rank)
+            .unwrap();
+        let ids: Vec<&str> = response.results.iter().map(|h| h.id.as_str()).collect();
+        // BM25 finds two distinct texts; the vector side also the third.
+        let distinct = if mode == Mode::Bm25 { 2 } else { 3 };
+        assert_eq!(ids.len(), distinct, "{mode:?}: {ids:?}");
+        let first = &response.results[0];
+        assert!(["a", "b", "c"].contains(&first.id.as_str()), "{ids:?}");
+        assert_eq!(first.copies, 3, "{mode:?}");
+        let mut others = first.duplicates.clone();
+        others.push(first.id.clone());
+        others.sort();
+        assert_eq!(others, ["a", "b", "c"]);
+        assert!(
+            ids[1..].contains(&"d"),
+            "the distinct record is not crowded out: {ids:?}"
+        );
+        assert!(response.results[1..].iter().all(|h| h.copies == 1));
+        let batch = e
+            .search_ranked_ids("deploy script staging cluster", 3, &all, &rank)
+            .unwrap();
+        assert_eq!(batch[0].duplicates.len(), 2);
+    }
+}

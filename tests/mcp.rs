@@ -565,3 +565,62 @@ fn mcp_negotiates_2025_11_25_by_handshake_and_2026_07_28_by_discovery() {
         "{found}"
     );
 }
+
+/// memory_search answers a question about nothing stored with no results and
+/// says why (with the best score seen); `minScore: 0` shows the weak matches;
+/// after every record is archived it points at the archive, and `tier: "l3"`
+/// searches it (issues 17 and 20).
+#[test]
+fn mcp_search_abstains_and_points_at_the_archive() {
+    let store = TestStore::new();
+    store.add_samples();
+    // With the embedding model: the default minimum applies to scores that
+    // the vector side took part in.
+    let models = std::env::var_os("KNOWLEDGE_DB_MODELS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var_os("HOME").expect("HOME"))
+                .join(".cache/knowledge-db")
+        });
+    let mut server = Server::start(&store, &[("KNOWLEDGE_DB_MODELS", models.as_path())]);
+    server.initialize();
+
+    let query = "what is the best way to brew a Belgian ale at home";
+    let none = server.tool("memory_search", json!({"query": query}));
+    let body = &none["structuredContent"];
+    assert_eq!(body["results"], json!([]), "{none}");
+    let why = body["explanation"].as_str().expect("explanation");
+    assert!(why.starts_with("nothing relevant"), "{why}");
+    assert!(body["bestScore"].as_f64().expect("best") < body["minScore"].as_f64().expect("min"));
+    assert!(text_of(&none).contains("nothing relevant"), "{none}");
+    let weak = server.tool("memory_search", json!({"query": query, "minScore": 0}));
+    let results = weak["structuredContent"]["results"]
+        .as_array()
+        .expect("results");
+    assert!(!results.is_empty(), "{weak}");
+    assert!(results.iter().all(|r| r["weak"] == true), "{weak}");
+
+    store
+        .cmd()
+        .args(["archive", "--older-than", "0s"])
+        .assert()
+        .success();
+    let gone = server.tool("memory_search", json!({"query": "oauth2.py refresh"}));
+    let why = gone["structuredContent"]["explanation"]
+        .as_str()
+        .expect("why");
+    assert!(
+        why.contains("archived in L3") && why.contains("tier: \"l3\""),
+        "{why}"
+    );
+    let archived = server.tool(
+        "memory_search",
+        json!({"query": "oauth2.py refresh", "tier": "l3"}),
+    );
+    let hit = &archived["structuredContent"]["results"][0];
+    assert_eq!(
+        (hit["id"].as_str(), hit["tier"].as_str()),
+        (Some("seg-auth-0001"), Some("l3")),
+        "{archived}"
+    );
+}

@@ -271,6 +271,7 @@ mod tests {
             access_count: count,
             last_accessed: last.map(format_time_millis),
             context: None,
+            context_from: None,
             source: serde_json::json!({}),
             fields: Default::default(),
         }

@@ -1007,6 +1007,7 @@ fn message_summary(
         access_count: 0,
         last_accessed: None,
         context: None,
+        context_from: None,
         source,
         fields: Default::default(),
     };

@@ -80,7 +80,7 @@ enum Command {
 
     /// Search the store; or run a batch of queries with --queries.
     #[command(
-        after_help = "Examples:\n  knowledge-db search \"why did the migration fail\"\n  knowledge-db search E0502 --kind segment -k 3\n  knowledge-db search oauth2.py --session 4f1c --since 2026-01-01\n  knowledge-db search --queries queries.jsonl --scope-field conv --json\n  knowledge-db search \"token refresh\" --format openclaw"
+        after_help = "Examples:\n  knowledge-db search \"why did the migration fail\"\n  knowledge-db search E0502 --kind segment -k 3\n  knowledge-db search oauth2.py --session 4f1c --since 2026-01-01\n  knowledge-db search \"users kept getting signed out\" --all   # weak matches too\n  knowledge-db search --queries queries.jsonl --scope-field conv --json\n  knowledge-db search \"token refresh\" --format openclaw\n\nScores are calibrated probabilities of relevance (0..1, the same scale for every query and store); results under --min-score (default 0.10) are left out, so a query about something the store does not hold answers \"nothing relevant\" with the best score seen."
     )]
     Search(SearchArgs),
 
@@ -172,7 +172,7 @@ enum Command {
     /// Builds a temporary store from corpus.jsonl, runs every judged query from
     /// queries.jsonl, and reports nDCG@10, Recall@5/10/100, MRR@10 and latency.
     #[command(
-        after_help = "Examples:\n  knowledge-db eval --corpus ../shared/eval/scifact-dev\n  knowledge-db eval --corpus ../shared/eval/locomo-dev --json"
+        after_help = "Examples:\n  knowledge-db eval --corpus ../shared/eval/scifact-dev\n  knowledge-db eval --corpus ../shared/eval/locomo-dev --json --keep-store /tmp/locomo\n  knowledge-db eval --corpus dev-sets/agent-questions --keep-store /tmp/agent\n  knowledge-db eval --corpus ../shared/eval/scifact-dev --negatives dev-sets/negatives/queries.jsonl"
     )]
     Eval(EvalArgs),
 
@@ -301,6 +301,13 @@ impl RankArgs {
     }
 }
 
+fn parse_score(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(s) if (0.0..=1.0).contains(&s) => Ok(s),
+        _ => Err(format!("`{text}` is not a score from 0 to 1")),
+    }
+}
+
 fn parse_alpha(text: &str) -> Result<f32, String> {
     match text.parse::<f32>() {
         Ok(a) if (0.0..=1.0).contains(&a) => Ok(a),
@@ -360,6 +367,17 @@ struct SearchArgs {
 
     #[command(flatten)]
     rank: RankArgs,
+
+    /// Leave out results scoring under this (scores are calibrated
+    /// probabilities of relevance) [default: 0.10 when vectors are used; none with
+    /// --mode bm25, without an embedding model, or with --fusion rrf|linear|zscore]
+    #[arg(long, value_name = "SCORE", value_parser = parse_score, conflicts_with = "all")]
+    min_score: Option<f32>,
+
+    /// Show weak results too (scoring under the default minimum), marked weak;
+    /// the same as --min-score 0
+    #[arg(long)]
+    all: bool,
 
     /// Show each result's BM25 score and rank, vector similarity and rank, and fused score
     #[arg(long)]
@@ -470,6 +488,23 @@ struct EvalArgs {
     /// Measure BM25, vector, RRF, linear and z-score fusion (alpha 0.3 to 0.5) side by side
     #[arg(long)]
     compare: bool,
+
+    /// Write each judged query's candidates (both retrievers' top 100 with exact
+    /// BM25 score, cosine similarity, ranks and grade) as JSON lines, for fitting
+    /// the relevance model (scripts/fit-relevance.py)
+    #[arg(long, value_name = "FILE")]
+    dump_candidates: Option<PathBuf>,
+
+    /// Queries that have no relevant record (BEIR queries.jsonl, e.g.
+    /// dev-sets/negatives/queries.jsonl): reports the share answered with nothing
+    #[arg(long, value_name = "FILE")]
+    negatives: Option<PathBuf>,
+
+    /// Count results under this score as not returned [default: the default
+    /// minimum of calibrated scores, none for other fusions]; 0 measures the
+    /// ranking without abstention
+    #[arg(long, value_name = "SCORE", value_parser = parse_score)]
+    min_score: Option<f32>,
 
     /// Print JSON instead of text
     #[arg(long)]
@@ -731,6 +766,7 @@ fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result<ExitCode> 
         until: args.until,
         file: args.file.clone(),
         tier: args.tier,
+        min_score: if args.all { Some(0.0) } else { args.min_score },
     };
     let rank = args.rank.options();
     // Tier searches rank by BM25 alone: no model to load.
@@ -854,13 +890,14 @@ fn stats(root: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
 }
 
 fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
-    for file in ["corpus.jsonl", "queries.jsonl"] {
-        if !args.corpus.join(file).is_file() {
-            bail!(Error::Usage(format!(
-                "{} has no {file}; --corpus takes a BEIR folder (corpus.jsonl, queries.jsonl, qrels/*.tsv)",
-                args.corpus.display()
-            )));
-        }
+    let has = |file: &str| args.corpus.join(file).is_file();
+    if !has("queries.jsonl") || !(has("corpus.jsonl") || has("transcripts.txt")) {
+        bail!(Error::Usage(format!(
+            "{} is not an evaluation folder; --corpus takes a BEIR folder (corpus.jsonl, \
+             queries.jsonl, qrels/*.tsv) or an agent-questions folder (transcripts.txt, \
+             queries.jsonl, qrels/records.tsv, qrels/sessions.tsv)",
+            args.corpus.display()
+        )));
     }
     let options = EvalOptions {
         corpus_dir: args.corpus.clone(),
@@ -873,6 +910,9 @@ fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
         } else {
             vec![args.rank.options()]
         },
+        dump_candidates: args.dump_candidates.clone(),
+        negatives: args.negatives.clone(),
+        min_score: args.min_score,
     };
     let needs_vectors = options.runs.iter().any(|r| r.mode != Mode::Bm25);
     let embedder = if needs_vectors {

@@ -132,6 +132,18 @@ pub fn print_search(response: &SearchResponse, color: bool, explain: bool) {
         println!("no results: {why}");
         return;
     }
+    if response.below_min_score > 0 {
+        eprintln!(
+            "note: {} more result{} scored under the minimum {:.2} (`--all` shows them)",
+            response.below_min_score,
+            if response.below_min_score == 1 {
+                ""
+            } else {
+                "s"
+            },
+            response.min_score
+        );
+    }
     if response.vector.starts_with("unavailable") {
         eprintln!("note: BM25 only; vectors {}", response.vector);
     }
@@ -144,8 +156,20 @@ pub fn print_search(response: &SearchResponse, color: bool, explain: bool) {
         } else {
             hit.title.as_str()
         };
+        let mut notes = Vec::new();
+        if hit.weak {
+            notes.push("weak".to_string());
+        }
+        if hit.copies > 1 {
+            notes.push(format!("{} copies", hit.copies));
+        }
+        let notes = if notes.is_empty() {
+            String::new()
+        } else {
+            format!(" · {}", notes.join(" · "))
+        };
         println!(
-            "{}. [{}] {}  (score {:.2})",
+            "{}. [{}] {}  (score {:.2}{notes})",
             hit.rank, hit.kind, title, hit.score
         );
         let mut meta = vec![hit.citation.clone()];
@@ -301,6 +325,21 @@ pub fn print_eval(r: &EvalReport) {
             .collect();
         println!("| p50 ms     | {} |", latencies.join(" | "));
     }
+    print_minimum_cost(r);
+    print_agent_scores(r);
+    if let Some(a) = &r.abstention {
+        println!();
+        println!(
+            "abstention      {} of {} queries without a relevant record answered with nothing ({:.1}%, minimum score {:.2})",
+            a.answered_nothing,
+            a.queries,
+            100.0 * a.share,
+            a.min_score
+        );
+        for (kind, (n, nothing)) in &a.by_kind {
+            println!("  {kind:<14} {nothing} of {n}");
+        }
+    }
     println!();
     println!(
         "search latency  p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({})",
@@ -315,6 +354,78 @@ pub fn print_eval(r: &EvalReport) {
             r.add_records_per_second, r.add_seconds, r.embedded
         );
     }
+}
+
+/// What the minimum score costs each run: Recall@10 without it.
+fn print_minimum_cost(r: &EvalReport) {
+    let runs: Vec<&crate::eval::RunReport> = if r.comparison.is_empty() {
+        vec![&r.headline]
+    } else {
+        r.comparison.iter().collect()
+    };
+    for run in runs {
+        if let Some(without) = &run.without_minimum {
+            println!(
+                "minimum score {:.2} ({}): Recall@10 {:.4}, without it {:.4}",
+                run.min_score,
+                run.label(),
+                run.quality.recall_at_10,
+                without.recall_at_10
+            );
+        }
+    }
+}
+
+/// Agent questions: session hit@5 and evidence hit@10 by kind, per run.
+fn print_agent_scores(r: &EvalReport) {
+    let runs: Vec<&crate::eval::RunReport> = if r.comparison.is_empty() {
+        vec![&r.headline]
+    } else {
+        r.comparison.iter().collect()
+    };
+    if runs.iter().all(|run| run.agent.is_none()) {
+        return;
+    }
+    println!();
+    println!(
+        "| kind (questions) | {} |",
+        runs.iter()
+            .map(|run| format!("{:>22}", run.label()))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    println!(
+        "|------------------|{}|",
+        vec!["-".repeat(24); runs.len()].join("|")
+    );
+    let kinds: Vec<&String> = runs[0].agent_by_kind.keys().collect();
+    let row =
+        |name: String,
+         pick: &dyn Fn(&crate::eval::RunReport) -> Option<crate::eval::AgentScores>| {
+            let cells: Vec<String> = runs
+                .iter()
+                .map(|run| match pick(run) {
+                    Some(a) => format!(
+                        "{:>22}",
+                        format!(
+                            "session {:.3} · evidence {:.3}",
+                            a.session_hit_at_5, a.evidence_hit_at_10
+                        )
+                    ),
+                    None => format!("{:>22}", "-"),
+                })
+                .collect();
+            println!("| {name:<16} | {} |", cells.join(" | "));
+        };
+    for kind in kinds {
+        let n = runs[0].agent_by_kind[kind].queries;
+        row(format!("{kind} ({n})"), &|run| {
+            run.agent_by_kind.get(kind).cloned()
+        });
+    }
+    let n = runs[0].agent.as_ref().map_or(0, |a| a.queries);
+    row(format!("all ({n})"), &|run| run.agent.clone());
+    println!("(session: an answer session among the top 5 hits; evidence: an evidence record among the top 10)");
 }
 
 fn print_quality_table(columns: &[(String, &Quality)], with_counts: bool) {

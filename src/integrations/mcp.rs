@@ -35,8 +35,7 @@ use serde_json::{json, Value};
 use super::qmd::Collections;
 use super::service::{MemoryService, SearchRequest};
 use super::{mcp_schema, mcp_wire, openclaw};
-use crate::record::Tier;
-use crate::search::SearchResponse;
+use crate::search::{SearchResponse, TierFilter};
 
 /// Results when the caller gives no `maxResults`.
 const DEFAULT_RESULTS: usize = 8;
@@ -52,13 +51,16 @@ pub struct SearchArgs {
     /// Number of results (default 8, at most 100)
     #[schemars(range(min = 1, max = 100))]
     pub max_results: Option<usize>,
-    /// Drop results scoring below this (hybrid scores lie in 0..1)
+    /// Leave out results scoring below this. Scores are calibrated probabilities
+    /// of relevance (0..1); default 0.10 (when vectors are used), so a query
+    /// about nothing stored gets an empty answer; 0 shows weak matches too
     pub min_score: Option<f32>,
     /// Namespace to search; "*" for all (default: the server's --namespace, else all)
     pub namespace: Option<String>,
     /// Only records of this session id
     pub session: Option<String>,
-    /// Only records of this tier: "l2" (warm store) or "l3" (archive)
+    /// Tiers to search: "l2" (the searchable store, default), "l3" (the archive)
+    /// or "all" (both, ranked together by BM25)
     pub tier: Option<TierArg>,
     /// Shape of the answer: "knowledge-db" (default) or "openclaw" (OpenClaw's
     /// memory_search payload: path, startLine, endLine, score, vectorScore,
@@ -78,6 +80,7 @@ pub enum SearchFormatArg {
 pub enum TierArg {
     L2,
     L3,
+    All,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -149,8 +152,9 @@ impl MemoryServer {
             namespace: args.namespace,
             session: args.session,
             tier: args.tier.map(|t| match t {
-                TierArg::L2 => Tier::L2,
-                TierArg::L3 => Tier::L3,
+                TierArg::L2 => TierFilter::L2,
+                TierArg::L3 => TierFilter::L3,
+                TierArg::All => TierFilter::All,
             }),
             mode: None,
         };
@@ -474,6 +478,9 @@ fn search_json(response: &SearchResponse) -> Value {
                 "tier": h.tier,
                 "files": h.files,
                 "citation": h.citation,
+                "copies": h.copies,
+                "duplicates": h.duplicates,
+                "weak": h.weak,
             })
         })
         .collect();
@@ -481,6 +488,9 @@ fn search_json(response: &SearchResponse) -> Value {
         "query": response.query,
         "results": results,
         "explanation": response.explanation,
+        "minScore": response.min_score,
+        "belowMinScore": response.below_min_score,
+        "bestScore": response.best_score,
         "vector": response.vector,
         "took_ms": response.took_ms,
     })
@@ -496,8 +506,15 @@ fn search_text(response: &SearchResponse) -> String {
     }
     let mut out = String::new();
     for h in &response.results {
+        let mut notes = String::new();
+        if h.weak {
+            notes.push_str(", weak");
+        }
+        if h.copies > 1 {
+            notes.push_str(&format!(", {} copies", h.copies));
+        }
         out.push_str(&format!(
-            "{}. [{}] {} (score {:.3}, id {})\n   {}\n   {}\n",
+            "{}. [{}] {} (score {:.3}{notes}, id {})\n   {}\n   {}\n",
             h.rank,
             h.kind,
             h.title,
@@ -505,6 +522,18 @@ fn search_text(response: &SearchResponse) -> String {
             h.id,
             h.citation,
             h.snippet.replace('\n', " ")
+        ));
+    }
+    if response.below_min_score > 0 {
+        out.push_str(&format!(
+            "({} weaker result{} left out: scored under minScore {:.2})\n",
+            response.below_min_score,
+            if response.below_min_score == 1 {
+                ""
+            } else {
+                "s"
+            },
+            response.min_score
         ));
     }
     if !response.vector.starts_with("used") {

@@ -64,7 +64,7 @@ pub fn output_schema(tool: &str) -> Option<Map<String, Value>> {
     let schema = match tool {
         "memory_search" => json!({
             "type": "object",
-            "description": "Ranked results. Default form: {query, results: [{rank, id, kind, score, bm25, vector, title, snippet, session_id, start_turn, end_turn, timestamp, tier, files, citation}], explanation, vector, took_ms}; with format \"openclaw\": OpenClaw's memory_search payload {results: [{path, startLine, endLine, score, vectorScore, textScore, snippet, source, citation, corpus}], provider, model, citations, debug}.",
+            "description": "Ranked results. Default form: {query, results: [{rank, id, kind, score, bm25, vector, title, snippet, session_id, start_turn, end_turn, timestamp, tier, files, citation, copies, weak}], explanation, vector, took_ms}; with format \"openclaw\": OpenClaw's memory_search payload {results: [{path, startLine, endLine, score, vectorScore, textScore, snippet, source, citation, corpus}], provider, model, citations, debug}.",
             "properties": {
                 "results": {"type": "array", "items": {"type": "object"}},
                 "query": {"type": "string"},

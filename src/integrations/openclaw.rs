@@ -85,7 +85,7 @@ pub fn search_payload(response: &SearchResponse, sources: &[Option<Value>]) -> V
         })
         .collect();
     let hits = results.len();
-    serde_json::json!({
+    let mut payload = serde_json::json!({
         "results": results,
         "provider": "knowledge-db",
         "model": if response.vector == "used" { crate::embed::MODEL_ID } else { "bm25" },
@@ -95,8 +95,19 @@ pub fn search_payload(response: &SearchResponse, sources: &[Option<Value>]) -> V
             "vector": response.vector,
             "searchMs": response.took_ms,
             "hits": hits,
+            "minScore": response.min_score,
+            "belowMinScore": response.below_min_score,
         },
-    })
+    });
+    // An empty answer says why (nothing relevant, with the best score seen;
+    // an empty store; filters), as the model reading it should be told.
+    if let Some(why) = &response.explanation {
+        payload["explanation"] = serde_json::json!(why);
+    }
+    if let Some(best) = response.best_score {
+        payload["debug"]["bestScore"] = serde_json::json!(best);
+    }
+    payload
 }
 
 fn result(hit: &Hit, at: &Location, best_bm25: f32) -> MemoryResult {

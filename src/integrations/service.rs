@@ -20,8 +20,8 @@ use super::hooks::queue::{add_and_settle, AddOutcome};
 use super::hooks::turns::{self, TurnQuery};
 use crate::embed::{EmbedError, Embedder};
 use crate::error::{Error, InputError, InputErrors, Origin, Result};
-use crate::record::{parse_record, ParseOptions, Record, Tier};
-use crate::search::{Filters, Hit, Mode, RankOptions, SearchEngine, SearchResponse};
+use crate::record::{parse_record, ParseOptions, Record};
+use crate::search::{Filters, Mode, RankOptions, SearchEngine, SearchResponse, TierFilter};
 use crate::store::{Stats, Store};
 
 /// Most messages one drill-down returns when the caller gives no `lines`.
@@ -68,11 +68,14 @@ impl Embedder for SharedEmbedder {
 pub struct SearchRequest {
     pub query: String,
     pub max_results: usize,
+    /// Leave out results scoring under this; `None`: the default minimum
+    /// (see `search::relevance`), so a query about nothing stored gets nothing.
     pub min_score: Option<f32>,
     /// `None` uses the service's default namespace; `Some("*")` searches all.
     pub namespace: Option<String>,
     pub session: Option<String>,
-    pub tier: Option<Tier>,
+    /// The tiers to search (default: L2).
+    pub tier: Option<TierFilter>,
     pub mode: Option<Mode>,
 }
 
@@ -177,7 +180,7 @@ impl MemoryService {
         Ok(Arc::clone(&warm.engine))
     }
 
-    /// Ranked results for `request`; `min_score` and `tier` filter the ranking.
+    /// Ranked results for `request`, at or above its minimum score.
     pub fn search(&self, request: &SearchRequest) -> Result<SearchResponse> {
         let engine = self.engine()?;
         let namespace = match request.namespace.as_deref() {
@@ -188,22 +191,20 @@ impl MemoryService {
         let filters = Filters {
             namespace,
             session: request.session.clone(),
+            tier: request.tier.unwrap_or_default(),
+            min_score: request.min_score,
             ..Filters::default()
         };
         let rank = RankOptions {
             mode: request.mode.unwrap_or(Mode::Hybrid),
             ..RankOptions::default()
         };
-        let k = request.max_results.max(1);
-        // Tier is not an index filter: over-fetch, then keep the asked tier.
-        let fetch = if request.tier.is_some() { k * 4 } else { k };
-        let mut response = engine.search(&request.query, fetch, &filters, &rank)?;
-        response
-            .results
-            .retain(|hit| keep(hit, request.min_score, request.tier));
-        response.results.truncate(k);
-        for (i, hit) in response.results.iter_mut().enumerate() {
-            hit.rank = i + 1;
+        let mut response =
+            engine.search(&request.query, request.max_results.max(1), &filters, &rank)?;
+        if let Some(min) = request.min_score.filter(|_| request.tier.is_some()) {
+            // Archive searches rank by BM25 scores, which have no fixed
+            // scale; a minimum the caller gives still applies.
+            response.results.retain(|hit| hit.score >= min);
         }
         crate::upkeep::after_read(&self.store, response.records_without_vector);
         Ok(response)
@@ -382,10 +383,6 @@ fn build_engine(
         None => Err(why_not.to_string()),
     };
     SearchEngine::with_embedder(store, model)
-}
-
-fn keep(hit: &Hit, min_score: Option<f32>, tier: Option<Tier>) -> bool {
-    min_score.is_none_or(|m| hit.score >= m) && tier.is_none_or(|t| hit.tier == t.as_str())
 }
 
 fn poisoned() -> Error {

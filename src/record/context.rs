@@ -42,7 +42,8 @@ pub fn clip(text: &str) -> String {
 /// record just before it, when both belong to the same conversation. Records
 /// are taken in the order given (the order of the input files and lines).
 pub fn link_previous_turns(records: &mut [Record]) {
-    let mut previous: Option<(String, String, String)> = None; // namespace, conversation, text
+    // namespace, conversation, text, id
+    let mut previous: Option<(String, String, String, String)> = None;
     for record in records.iter_mut() {
         if !matches!(record.kind, Kind::Message | Kind::Note) {
             previous = None;
@@ -50,14 +51,21 @@ pub fn link_previous_turns(records: &mut [Record]) {
         }
         let conversation = conversation_of(record);
         if record.context.is_none() {
-            if let (Some(conv), Some((ns, prev_conv, text))) = (&conversation, &previous) {
+            if let (Some(conv), Some((ns, prev_conv, text, id))) = (&conversation, &previous) {
                 if *ns == record.namespace && prev_conv == conv && !text.trim().is_empty() {
                     record.context = Some(clip(text));
+                    record.context_from = Some(id.clone());
                 }
             }
         }
-        previous =
-            conversation.map(|c| (record.namespace.clone(), c, record.fields.content.clone()));
+        previous = conversation.map(|c| {
+            (
+                record.namespace.clone(),
+                c,
+                record.fields.content.clone(),
+                record.id.clone(),
+            )
+        });
     }
 }
 
@@ -104,6 +112,8 @@ mod tests {
             contexts,
             [None, Some("Do you still paint sunrises?"), None, None, None]
         );
+        assert_eq!(records[1].context_from.as_deref(), Some("a1"));
+        assert_eq!(records[2].context_from, None);
     }
 
     #[test]

@@ -92,6 +92,11 @@ pub struct Record {
     /// [`context`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
+    /// The id of the record `context` was taken from (the turn this one
+    /// follows), when it was linked at add time; search raises that turn when
+    /// this one ranks high (see `search::neighbours`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_from: Option<String>,
     /// The caller's JSON, verbatim.
     pub source: Value,
     /// Searchable fields derived from `source`; not stored, re-derived on read.

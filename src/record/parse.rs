@@ -98,6 +98,7 @@ pub fn parse_record(
         access_count: 0,
         last_accessed: None,
         context,
+        context_from: None,
         source: value,
         fields,
     })

@@ -37,6 +37,9 @@ pub struct BatchResult {
 pub struct RankedId {
     pub id: String,
     pub score: f32,
+    /// Records with the same (or a near-identical) text, folded into this one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub duplicates: Vec<String>,
 }
 
 /// Reads a BEIR queries file, reporting every bad line.
@@ -117,25 +120,26 @@ pub fn run_batch(
             filters.namespace = query.scope(field).or(filters.namespace);
         }
         let started = Instant::now();
-        let ranked = if filters.tier == super::TierFilter::L2 {
-            engine.search_ids(&query.text, k, &filters, rank)?
+        let results = if filters.tier == super::TierFilter::L2 {
+            engine.search_ranked_ids(&query.text, k, &filters, rank)?
         } else {
             // Tier searches read archived records from their frames.
             let response = engine.search(&query.text, k, &filters, rank)?;
             response
                 .results
                 .into_iter()
-                .map(|hit| (hit.id, hit.score))
+                .map(|hit| RankedId {
+                    id: hit.id,
+                    score: hit.score,
+                    duplicates: hit.duplicates,
+                })
                 .collect()
         };
         let took_ms = started.elapsed().as_secs_f64() * 1000.0;
         on_result(BatchResult {
             query_id: query.id.clone(),
             namespace: filters.namespace.clone(),
-            results: ranked
-                .into_iter()
-                .map(|(id, score)| RankedId { id, score })
-                .collect(),
+            results,
             took_ms,
         })?;
     }

@@ -1,7 +1,8 @@
 //! Fusing the BM25 and the vector ranking into one.
 //!
-//! Three methods, all selectable (`--fusion`; the default is z-score, alpha 0.4,
-//! chosen by measurement, see [`super::DEFAULT_FUSION`]):
+//! The default, `calibrated`, scores each candidate by the relevance model of
+//! [`super::relevance`] (a probability, the same scale for every query). Three
+//! other methods stay selectable (`--fusion`) for comparison:
 //! - **reciprocal-rank fusion** (RRF): each list gives `1 / (60 + rank)`; it needs
 //!   no score calibration and rewards what both retrievers rank high;
 //! - **linear**: each list's scores are min-max normalised to [0, 1] over its own
@@ -28,8 +29,13 @@ pub const RRF_K: f32 = 60.0;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Fusion {
+    /// Calibrated probability of relevance (see `search::relevance`)
+    Calibrated,
+    /// Reciprocal-rank fusion
     Rrf,
+    /// Min-max normalised scores, combined linearly with --alpha
     Linear,
+    /// Standardised scores, combined linearly with --alpha
     Zscore,
 }
 
@@ -66,14 +72,16 @@ pub fn fuse<D: Copy + Eq + Hash + Ord>(
         .into_values()
         .map(|mut f| {
             f.score = match fusion {
+                // Calibration needs more than the two lists (see
+                // `search::relevance`); over lists alone it is z-score fusion.
+                Fusion::Calibrated | Fusion::Zscore => logistic(
+                    alpha * vector_z.score(f.vector) + (1.0 - alpha) * bm25_z.score(f.bm25),
+                ),
                 Fusion::Rrf => rrf(f.bm25) + rrf(f.vector),
                 Fusion::Linear => {
                     alpha * normalised(f.vector, vector_range)
                         + (1.0 - alpha) * normalised(f.bm25, bm25_range)
                 }
-                Fusion::Zscore => logistic(
-                    alpha * vector_z.score(f.vector) + (1.0 - alpha) * bm25_z.score(f.bm25),
-                ),
             };
             f
         })

@@ -8,7 +8,11 @@
 //! changing scores. A search that finds nothing says why.
 
 pub mod batch;
+pub mod candidates;
+pub mod dedup;
 pub mod fusion;
+pub mod neighbours;
+pub mod relevance;
 pub mod time;
 
 use std::ops::Bound;
@@ -58,6 +62,10 @@ pub struct Filters {
     /// Which tiers to search: L2 (default), the L3 archive, or both.
     #[serde(skip_serializing_if = "TierFilter::is_l2")]
     pub tier: TierFilter,
+    /// Results scoring under this are dropped. `None`: the default, which is
+    /// [`relevance::DEFAULT_MIN_SCORE`] for calibrated scores and 0 otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_score: Option<f32>,
 }
 
 /// The tiers a search covers (see `crate::archive::search`).
@@ -129,11 +137,12 @@ pub struct RankOptions {
     pub alpha: f32,
 }
 
-/// The default fusion, chosen on `../shared/eval` (README, Evaluation): z-score
-/// fusion with the vector side at 0.4 beats min-max linear fusion on both
-/// SciFact (nDCG@10) and LoCoMo (Recall@10); RRF trails on LoCoMo, where the
-/// vector side alone is weak and RRF weighs its ranks as much as BM25's.
-pub const DEFAULT_FUSION: Fusion = Fusion::Zscore;
+/// The default fusion, chosen on `../shared/eval` (README, Evaluation): the
+/// calibrated relevance model ranks as well as z-score fusion (which beat
+/// min-max linear fusion and RRF) and its scores mean the same for every
+/// query, so a minimum score can say "nothing relevant".
+pub const DEFAULT_FUSION: Fusion = Fusion::Calibrated;
+/// The vector side's weight in linear and z-score fusion.
 pub const DEFAULT_ALPHA: f32 = 0.4;
 
 impl Default for RankOptions {
@@ -146,8 +155,29 @@ impl Default for RankOptions {
     }
 }
 
+/// The minimum score a ranking applies when the caller gives none: the
+/// calibrated default ([`relevance::DEFAULT_MIN_SCORE`]) when the vector side
+/// took part, else 0. Without vectors the calibration reads BM25 alone, which
+/// cannot tell a query about nothing stored from one phrased in other words
+/// (measured: it empties 33% of the negative queries on SciFact and costs
+/// LoCoMo 0.011 Recall@10; README, Evaluation), and the scores of the other
+/// fusions have no fixed meaning.
+pub fn default_min_score(rank: &RankOptions, vectors: bool) -> f32 {
+    if rank.fusion == Fusion::Calibrated && vectors && rank.mode != Mode::Bm25 {
+        relevance::DEFAULT_MIN_SCORE
+    } else {
+        0.0
+    }
+}
+
 /// Candidates each retriever contributes to fusion.
 const FUSION_DEPTH: usize = 100;
+
+/// Candidates a single retriever fetches for `k` results: spares for the
+/// duplicates that fold into a hit.
+fn single_depth(k: usize) -> usize {
+    k.saturating_mul(3).max(k + 20)
+}
 
 /// Score parts of a result: each retriever's score and rank, and the fused score.
 #[derive(Debug, Clone, Serialize)]
@@ -185,7 +215,20 @@ pub struct Hit {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
     pub citation: String,
+    /// How many records this hit stands for: itself and the copies of its text
+    /// (identical or near-identical) that folded into it.
+    pub copies: usize,
+    /// Ids of the other copies (at most [`MAX_DUPLICATE_IDS`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub duplicates: Vec<String>,
+    /// Scored under the default minimum: shown only because a lower minimum
+    /// was asked for (`--all`, `--min-score`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub weak: bool,
 }
+
+/// Most duplicate ids one hit lists.
+pub const MAX_DUPLICATE_IDS: usize = 20;
 
 /// The answer to one search.
 #[derive(Debug, Clone, Serialize)]
@@ -196,12 +239,51 @@ pub struct SearchResponse {
     /// Why there are no results, when there are none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explanation: Option<String>,
+    /// The minimum score applied (0 when none).
+    pub min_score: f32,
+    /// Results left out for scoring under the minimum.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub below_min_score: usize,
+    /// The best score of any candidate, when none is returned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub best_score: Option<f32>,
     /// What the vector side did: `used`, `off`, or `unavailable: <why>`.
     pub vector: String,
     /// Records that match no vector yet (added with `--embed later` or without a model).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub records_without_vector: Option<u64>,
     pub took_ms: f64,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// One hit of a ranking and the candidates that repeat its text.
+pub(crate) struct RankedHit {
+    pub fused: fusion::Fused<DocAddress>,
+    pub copies: Vec<DocAddress>,
+    /// Under the default minimum score.
+    pub weak: bool,
+}
+
+/// The hits of one search, and what the minimum score left out.
+pub(crate) struct Ranking {
+    pub hits: Vec<RankedHit>,
+    /// The minimum applied (0 when none).
+    pub min_score: f32,
+    /// Hits left out for scoring under it.
+    pub below_min: usize,
+    /// The best candidate's score, when there was a candidate.
+    pub best_score: Option<f32>,
+}
+
+/// The explanation of an answer emptied by the minimum score.
+fn nothing_relevant(best: f32, min_score: f32) -> String {
+    format!(
+        "nothing relevant: the best match scores {best:.3}, under the minimum score {min_score:.2} \
+         (weak matches are shown with `--all` or `--min-score 0`; over MCP, `minScore: 0`)"
+    )
 }
 
 /// The vector half of an engine: the store's vectors and the query embedder.
@@ -310,7 +392,7 @@ impl SearchEngine {
         self.searcher.num_docs()
     }
 
-    /// Ranked ids and fused scores only: the fast path for batch runs and evaluation.
+    /// Ranked ids and scores only: the fast path for batch runs and evaluation.
     pub fn search_ids(
         &self,
         query: &str,
@@ -318,12 +400,39 @@ impl SearchEngine {
         filters: &Filters,
         rank: &RankOptions,
     ) -> Result<Vec<(String, f32)>> {
+        Ok(self
+            .search_ranked_ids(query, k, filters, rank)?
+            .into_iter()
+            .map(|hit| (hit.id, hit.score))
+            .collect())
+    }
+
+    /// Ranked ids and scores, each with the ids of the duplicates that folded
+    /// into it (see [`dedup`]).
+    pub fn search_ranked_ids(
+        &self,
+        query: &str,
+        k: usize,
+        filters: &Filters,
+        rank: &RankOptions,
+    ) -> Result<Vec<batch::RankedId>> {
         self.check_query(query)?;
         let terms = self.query_terms(query);
-        let ranked = self.ranked(query, &self.text_query(&terms), k, filters, rank)?;
-        ranked
+        let ranking = self.ranked(query, &terms, &*self.text_query(&terms), k, filters, rank)?;
+        ranking
+            .hits
             .into_iter()
-            .map(|f| Ok((self.id_of(f.doc)?, f.score)))
+            .map(|hit| {
+                Ok(batch::RankedId {
+                    id: self.id_of(hit.fused.doc)?,
+                    score: hit.fused.score,
+                    duplicates: hit
+                        .copies
+                        .iter()
+                        .map(|&doc| self.id_of(doc))
+                        .collect::<Result<_>>()?,
+                })
+            })
             .collect()
     }
 
@@ -344,20 +453,25 @@ impl SearchEngine {
         self.check_query(query)?;
         let terms = self.query_terms(query);
         let text_query = self.text_query(&terms);
-        let ranked = self.ranked(query, &text_query, k, filters, rank)?;
+        let ranking = self.ranked(query, &terms, &*text_query, k, filters, rank)?;
         let mut snippets =
             SnippetGenerator::create(&self.searcher, &*text_query, self.fields.content)?;
         snippets.set_max_num_chars(SNIPPET_CHARS);
-        let mut results = Vec::with_capacity(ranked.len());
-        for (i, fused) in ranked.into_iter().enumerate() {
-            let doc: TantivyDocument = self.searcher.doc(fused.doc)?;
+        let mut results = Vec::with_capacity(ranking.hits.len());
+        for (i, ranked) in ranking.hits.iter().enumerate() {
+            let doc: TantivyDocument = self.searcher.doc(ranked.fused.doc)?;
             let record = self.fields.record(&doc)?;
-            results.push(hit(i + 1, &fused, record, &snippets));
+            let mut hit = hit(i + 1, &ranked.fused, record, &snippets);
+            self.add_copies(&mut hit, ranked, filters)?;
+            hit.weak = ranked.weak;
+            results.push(hit);
         }
-        let explanation = if results.is_empty() {
-            Some(self.explain_empty(&terms, &text_query, filters)?)
-        } else {
+        let explanation = if !results.is_empty() {
             None
+        } else if let Some(best) = ranking.best_score {
+            Some(nothing_relevant(best, ranking.min_score))
+        } else {
+            Some(self.explain_empty(&terms, &*text_query, filters)?)
         };
         let uses_vectors = rank.mode != Mode::Bm25 && self.vectors.is_some();
         let response = SearchResponse {
@@ -365,6 +479,9 @@ impl SearchEngine {
             filters: filters.clone(),
             results,
             explanation,
+            min_score: ranking.min_score,
+            below_min_score: ranking.below_min,
+            best_score: ranking.best_score.filter(|_| ranking.hits.is_empty()),
             vector: if rank.mode == Mode::Bm25 {
                 "off".to_string()
             } else {
@@ -381,6 +498,71 @@ impl SearchEngine {
         Ok(response)
     }
 
+    /// Counts the copies a hit stands for: every record in the store (under
+    /// the filters) with the same embedded text, and the near-identical
+    /// candidates that folded into it.
+    fn add_copies(&self, hit: &mut Hit, ranked: &RankedHit, filters: &Filters) -> Result<()> {
+        let hash = self.text_hashes(&[ranked.fused.doc])?[0];
+        let mut ids: Vec<String> = Vec::new();
+        let mut same_hash = 0;
+        if let Some(hash) = hash {
+            let query = TermQuery::new(
+                Term::from_field_u64(self.fields.text_hash, hash),
+                IndexRecordOption::Basic,
+            );
+            let query = self.filtered(
+                &query,
+                &Filters {
+                    min_score: None,
+                    ..filters.clone()
+                },
+            );
+            let (count, docs) = self.searcher.search(
+                &*query,
+                &(
+                    tantivy::collector::Count,
+                    TopDocs::with_limit(MAX_DUPLICATE_IDS + 1).order_by_score(),
+                ),
+            )?;
+            same_hash = count.saturating_sub(1);
+            for (_, doc) in docs {
+                if doc != ranked.fused.doc && ids.len() < MAX_DUPLICATE_IDS {
+                    ids.push(self.id_of(doc)?);
+                }
+            }
+        }
+        let hashes = self.text_hashes(&ranked.copies)?;
+        let mut near = 0;
+        for (&doc, copy_hash) in ranked.copies.iter().zip(hashes) {
+            if copy_hash.is_some() && copy_hash == hash {
+                continue; // counted above
+            }
+            near += 1;
+            if ids.len() < MAX_DUPLICATE_IDS {
+                ids.push(self.id_of(doc)?);
+            }
+        }
+        hit.copies = 1 + same_hash + near;
+        hit.duplicates = ids;
+        Ok(())
+    }
+
+    /// The text hash (of the embedded text) of each of `docs`.
+    fn text_hashes(&self, docs: &[DocAddress]) -> Result<Vec<Option<u64>>> {
+        let mut columns = Vec::with_capacity(self.searcher.segment_readers().len());
+        for segment in self.searcher.segment_readers() {
+            columns.push(segment.fast_fields().u64("text_hash")?);
+        }
+        Ok(docs
+            .iter()
+            .map(|d| {
+                columns
+                    .get(d.segment_ord as usize)
+                    .and_then(|c| c.first(d.doc_id))
+            })
+            .collect())
+    }
+
     /// Records the results as read, for the retention policy (see `crate::archive::access`).
     fn log_access(&self, response: &SearchResponse) {
         let ids: Vec<&str> = response.results.iter().map(|h| h.id.as_str()).collect();
@@ -392,15 +574,18 @@ impl SearchEngine {
         (&self.root, &self.searcher, &self.fields)
     }
 
-    /// The fused ranking of both retrievers, or of one, as `rank` asks.
+    /// The ranking of both retrievers, or of one, as `rank` asks: candidates
+    /// scored, copies of one text folded into one hit, the best `k` hits at or
+    /// above the minimum score.
     fn ranked(
         &self,
         query: &str,
+        terms: &[String],
         text_query: &dyn Query,
         k: usize,
         filters: &Filters,
         rank: &RankOptions,
-    ) -> Result<Vec<fusion::Fused<DocAddress>>> {
+    ) -> Result<Ranking> {
         let vector_side = match (rank.mode, &self.vectors) {
             (Mode::Bm25, _) => None,
             (_, Some(side)) => Some(side),
@@ -412,49 +597,303 @@ impl SearchEngine {
             }
             (Mode::Hybrid, None) => None,
         };
-        let depth = if vector_side.is_some() && rank.mode == Mode::Hybrid {
+        let hybrid = vector_side.is_some() && rank.mode == Mode::Hybrid;
+        let depth = if hybrid {
             k.max(FUSION_DEPTH)
         } else {
-            k
+            single_depth(k)
         };
-        let (bm25, vector) = match (rank.mode, vector_side) {
+        let (bm25, vector, query_vector) = match (rank.mode, vector_side) {
             (Mode::Vector, Some(side)) => {
-                (Vec::new(), self.vector_top(side, query, filters, depth)?)
+                let v = self.query_vector(side, query)?;
+                let top = match &v {
+                    Some(v) => self.vector_top_of(side, v, filters, depth)?,
+                    None => Vec::new(),
+                };
+                (Vec::new(), top, v)
             }
-            (_, None) => (self.top_docs(text_query, filters, depth)?, Vec::new()),
+            (_, None) => (self.top_docs(text_query, filters, depth)?, Vec::new(), None),
             // Both retrievers: the query embedding and the vector search run on a
             // second thread while BM25 runs here, so hybrid costs the slower of
             // the two, not their sum.
             (_, Some(side)) => std::thread::scope(|scope| {
-                let vector = scope.spawn(|| self.vector_top(side, query, filters, depth));
+                let vector = scope.spawn(|| -> Result<_> {
+                    let v = self.query_vector(side, query)?;
+                    let top = match &v {
+                        Some(v) => self.vector_top_of(side, v, filters, depth)?,
+                        None => Vec::new(),
+                    };
+                    Ok((top, v))
+                });
                 let bm25 = self.top_docs(text_query, filters, depth);
                 // A panic there is a bug; re-raise it as if it happened here.
                 let vector = vector
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                Ok::<_, Error>((bm25?, vector?))
+                let (top, v) = vector?;
+                Ok::<_, Error>((bm25?, top, v))
             })?,
         };
-        let mut fused = fusion::fuse(&bm25, &vector, rank.fusion, rank.alpha);
-        if rank.mode != Mode::Hybrid || vector_side.is_none() {
-            // One retriever: keep its own scores rather than fusion's.
-            for f in &mut fused {
-                f.score = f.bm25.or(f.vector).map_or(0.0, |(s, _)| s);
+        let mut pool = candidates::union(&bm25, &vector);
+        let calibrated = rank.fusion == Fusion::Calibrated;
+        let scores = if calibrated {
+            let sides = match (rank.mode, hybrid) {
+                (_, true) => relevance::Sides::Both,
+                (Mode::Vector, _) => relevance::Sides::Vector,
+                _ => relevance::Sides::Bm25,
+            };
+            if hybrid {
+                candidates::fill_bm25(&self.searcher, text_query, &mut pool)?;
             }
+            if let (Some(side), Some(v)) = (vector_side, &query_vector) {
+                self.fill_cosines(side, v, &mut pool)?;
+            }
+            self.mark_identifiers(query, &mut pool)?;
+            let signals = candidates::QuerySignals::of(&self.searcher, self.fields.content, terms);
+            let mut calibrated = relevance::calibrate(&pool, &signals, sides);
+            self.raise_predecessors(&pool, &mut calibrated)?;
+            calibrated
+                .iter()
+                .map(relevance::Calibrated::score)
+                .collect()
+        } else {
+            self.fused_scores(&pool, &bm25, &vector, rank, hybrid)
+        };
+        let mut order: Vec<usize> = (0..pool.len()).collect();
+        order.sort_by(|&a, &b| {
+            scores[b]
+                .total_cmp(&scores[a])
+                .then(pool[a].doc.cmp(&pool[b].doc))
+        });
+        let docs: Vec<DocAddress> = order.iter().map(|&i| pool[i].doc).collect();
+        let hashes = self.text_hashes(&docs)?;
+        let vectors = match vector_side {
+            Some(side) => side.index.vectors_of(&self.searcher, &docs)?,
+            None => vec![None; docs.len()],
+        };
+        let groups = dedup::collapse(docs.len(), k, |a, b| {
+            dedup::same_text(
+                hashes[a],
+                hashes[b],
+                vectors[a].as_deref(),
+                vectors[b].as_deref(),
+            )
+        });
+        let default_min = default_min_score(rank, vector_side.is_some());
+        let min_score = filters.min_score.unwrap_or(default_min);
+        let best_score = order.first().map(|&i| scores[i]);
+        let mut hits = Vec::with_capacity(groups.len());
+        let mut below_min = 0;
+        for group in groups {
+            let c = &pool[order[group.lead]];
+            let score = scores[order[group.lead]];
+            if score < min_score {
+                below_min += 1;
+                continue;
+            }
+            hits.push(RankedHit {
+                fused: fusion::Fused {
+                    doc: c.doc,
+                    score,
+                    bm25: c.bm25_rank.map(|r| (c.bm25, r)),
+                    vector: c.vector_rank.zip(c.cosine).map(|(r, s)| (s, r)),
+                },
+                copies: group.copies.iter().map(|&i| docs[i]).collect(),
+                weak: score < default_min,
+            });
         }
-        fused.truncate(k);
-        Ok(fused)
+        Ok(Ranking {
+            hits,
+            min_score: min_score.max(0.0),
+            below_min,
+            best_score,
+        })
     }
 
-    fn vector_top(
+    /// Raises the turns that the best candidates reply to (see [`neighbours`]).
+    fn raise_predecessors(
+        &self,
+        pool: &[candidates::Candidate],
+        calibrated: &mut [relevance::Calibrated],
+    ) -> Result<()> {
+        let mut order: Vec<usize> = (0..pool.len()).collect();
+        order.sort_by(|&a, &b| calibrated[b].score().total_cmp(&calibrated[a].score()));
+        let predecessors =
+            self.predecessors_in_pool(pool, order.iter().take(neighbours::FROM_TOP).copied())?;
+        if predecessors.is_empty() {
+            return Ok(());
+        }
+        let mut logits: Vec<f32> = calibrated.iter().map(|c| c.logit).collect();
+        neighbours::raise_predecessors(&mut logits, &order, |i| predecessors.get(&i).copied());
+        for (c, logit) in calibrated.iter_mut().zip(logits) {
+            c.logit = logit;
+        }
+        Ok(())
+    }
+
+    /// For each of the candidates `which` (pool indexes) whose context was
+    /// taken from another candidate, that candidate's pool index.
+    pub fn predecessors_in_pool(
+        &self,
+        pool: &[candidates::Candidate],
+        which: impl Iterator<Item = usize>,
+    ) -> Result<HashMap<usize, usize>> {
+        let at: HashMap<DocAddress, usize> =
+            pool.iter().enumerate().map(|(i, c)| (c.doc, i)).collect();
+        let lookup = crate::store::IdLookup::new(&self.searcher, &self.fields)?;
+        let mut found = HashMap::new();
+        for i in which {
+            let Some(from) = self.context_from(pool[i].doc)? else {
+                continue;
+            };
+            if let Some(&p) = lookup.find(&from)?.and_then(|address| at.get(&address)) {
+                found.insert(i, p);
+            }
+        }
+        Ok(found)
+    }
+
+    /// The id of the turn a record's context was taken from, if any.
+    fn context_from(&self, doc: DocAddress) -> Result<Option<String>> {
+        #[derive(serde::Deserialize)]
+        struct Link {
+            context_from: Option<String>,
+        }
+        let stored: TantivyDocument = self.searcher.doc(doc)?;
+        use tantivy::schema::Value;
+        let Some(json) = stored
+            .get_first(self.fields.record)
+            .and_then(|v| v.as_str())
+        else {
+            return Ok(None);
+        };
+        // A record that does not parse has no link; reading it for a hit
+        // reports the damage.
+        Ok(serde_json::from_str::<Link>(json)
+            .ok()
+            .and_then(|l| l.context_from))
+    }
+
+    /// Scores of the pool by an uncalibrated fusion (or, with one retriever,
+    /// that retriever's own scores).
+    fn fused_scores(
+        &self,
+        pool: &[candidates::Candidate],
+        bm25: &[(f32, DocAddress)],
+        vector: &[(f32, DocAddress)],
+        rank: &RankOptions,
+        hybrid: bool,
+    ) -> Vec<f32> {
+        if !hybrid {
+            return pool
+                .iter()
+                .map(|c| match c.bm25_rank {
+                    Some(_) => c.bm25,
+                    None => c.cosine.unwrap_or(0.0),
+                })
+                .collect();
+        }
+        let fused: HashMap<DocAddress, f32> = fusion::fuse(bm25, vector, rank.fusion, rank.alpha)
+            .into_iter()
+            .map(|f| (f.doc, f.score))
+            .collect();
+        pool.iter()
+            .map(|c| fused.get(&c.doc).copied().unwrap_or(0.0))
+            .collect()
+    }
+
+    /// Marks each candidate with the share of the query's identifiers it holds.
+    fn mark_identifiers(&self, query: &str, pool: &mut [candidates::Candidate]) -> Result<()> {
+        let identifiers = candidates::identifier_terms(&self.analyzer, query);
+        if identifiers.is_empty() {
+            return Ok(());
+        }
+        let fields: Vec<Field> = self.fields.text_fields().iter().map(|(f, _)| *f).collect();
+        let shares = candidates::identifier_share(&self.searcher, &fields, &identifiers, pool)?;
+        for (c, share) in pool.iter_mut().zip(shares) {
+            c.identifiers = share;
+        }
+        Ok(())
+    }
+
+    /// The exact cosine similarity of each candidate the vector side did not return.
+    fn fill_cosines(
         &self,
         side: &VectorSide,
+        query_vector: &[f32],
+        pool: &mut [candidates::Candidate],
+    ) -> Result<()> {
+        let missing: Vec<DocAddress> = pool
+            .iter()
+            .filter(|c| c.vector_rank.is_none())
+            .map(|c| c.doc)
+            .collect();
+        let mut found = side
+            .index
+            .similarities(&self.searcher, query_vector, &missing)?
+            .into_iter();
+        for c in pool.iter_mut().filter(|c| c.vector_rank.is_none()) {
+            c.cosine = found.next().flatten();
+        }
+        Ok(())
+    }
+
+    /// Every candidate of a hybrid search, each with its exact BM25 score and
+    /// cosine similarity, and the query's signals (for evaluation and for
+    /// fitting the relevance model: `eval --dump-candidates`).
+    pub fn candidate_pool(
+        &self,
         query: &str,
         filters: &Filters,
         depth: usize,
+    ) -> Result<(candidates::QuerySignals, Vec<candidates::Candidate>)> {
+        self.check_query(query)?;
+        let terms = self.query_terms(query);
+        let text_query = self.text_query(&terms);
+        let signals = candidates::QuerySignals::of(&self.searcher, self.fields.content, &terms);
+        let bm25 = self.top_docs(&*text_query, filters, depth)?;
+        let (vector, query_vector) = match &self.vectors {
+            Some(side) => {
+                let v = self.query_vector(side, query)?;
+                let top = match &v {
+                    Some(v) => self.vector_top_of(side, v, filters, depth)?,
+                    None => Vec::new(),
+                };
+                (top, v)
+            }
+            None => (Vec::new(), None),
+        };
+        let mut pool = candidates::union(&bm25, &vector);
+        candidates::fill_bm25(&self.searcher, &*text_query, &mut pool)?;
+        if let (Some(side), Some(v)) = (&self.vectors, &query_vector) {
+            self.fill_cosines(side, v, &mut pool)?;
+        }
+        self.mark_identifiers(query, &mut pool)?;
+        Ok((signals, pool))
+    }
+
+    /// The id of a record found by a search (for evaluation).
+    pub fn record_id(&self, doc: DocAddress) -> Result<String> {
+        self.id_of(doc)
+    }
+
+    fn vector_top_of(
+        &self,
+        side: &VectorSide,
+        query_vector: &[f32],
+        filters: &Filters,
+        depth: usize,
     ) -> Result<Vec<(f32, DocAddress)>> {
+        let filter = self.filter_only(filters);
+        side.index
+            .search(&self.searcher, query_vector, filter.as_deref(), depth)
+    }
+
+    /// The query's embedding (computed once per engine and query), or `None`
+    /// for a blank query.
+    fn query_vector(&self, side: &VectorSide, query: &str) -> Result<Option<Vec<f32>>> {
         if query.trim().is_empty() {
-            return Ok(Vec::new());
+            return Ok(None);
         }
         fn poisoned<T>(_: T) -> Error {
             Error::Usage("the embedder failed earlier in this process".into())
@@ -465,27 +904,22 @@ impl SearchEngine {
             .map_err(poisoned)?
             .get(query)
             .cloned();
-        let query_vector = match cached {
-            Some(v) => v,
-            None => {
-                let v = side
-                    .embedder
-                    .lock()
-                    .map_err(poisoned)?
-                    .embed(&[query])
-                    .map_err(|e| Error::Usage(e.to_string()))?
-                    .pop()
-                    .unwrap_or_default();
-                side.query_cache
-                    .lock()
-                    .map_err(poisoned)?
-                    .insert(query.to_string(), v.clone());
-                v
-            }
-        };
-        let filter = self.filter_only(filters);
-        side.index
-            .search(&self.searcher, &query_vector, filter.as_deref(), depth)
+        if let Some(v) = cached {
+            return Ok(Some(v));
+        }
+        let v = side
+            .embedder
+            .lock()
+            .map_err(poisoned)?
+            .embed(&[query])
+            .map_err(|e| Error::Usage(e.to_string()))?
+            .pop()
+            .unwrap_or_default();
+        side.query_cache
+            .lock()
+            .map_err(poisoned)?
+            .insert(query.to_string(), v.clone());
+        Ok(Some(v))
     }
 
     /// The filters alone as one query, or `None` when there are none.
@@ -710,7 +1144,16 @@ impl SearchEngine {
         filters: &Filters,
     ) -> Result<String> {
         if self.searcher.num_docs() == 0 {
-            return Ok("the store is empty: add records with `knowledge-db add PATH`".into());
+            return Ok(match self.archived_records()? {
+                0 => "the store is empty: add records with `knowledge-db add PATH`".into(),
+                n => format!(
+                    "no record is left in the searchable store (L2): all {n} record{} {} archived \
+                     in L3; search them with `--tier all` (or `--tier l3`; over MCP, `tier: \"l3\"`), \
+                     or bring them back with `knowledge-db restore`",
+                    if n == 1 { "" } else { "s" },
+                    if n == 1 { "is" } else { "are" },
+                ),
+            });
         }
         if terms.is_empty() {
             return Ok("the query has no searchable words (only punctuation or symbols)".into());
@@ -745,6 +1188,17 @@ impl SearchEngine {
             message.push_str("; try --all-namespaces, or `knowledge-db stats` to list namespaces");
         }
         Ok(message)
+    }
+
+    /// How many records the archive (L3) holds.
+    fn archived_records(&self) -> Result<u64> {
+        let archive = crate::archive::Archive::new(&self.root);
+        Ok(
+            match crate::archive::l3::L3Index::open_existing(&archive)? {
+                Some(index) => index.reader()?.searcher().num_docs(),
+                None => 0,
+            },
+        )
     }
 
     /// Each filter on its own, in the order of [`Filters::describe`].
@@ -852,6 +1306,9 @@ pub(crate) fn hit(
         tier: record.tier.as_str(),
         files: f.files,
         citation,
+        copies: 1,
+        duplicates: Vec::new(),
+        weak: false,
     }
 }
 

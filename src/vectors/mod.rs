@@ -155,6 +155,60 @@ impl VectorIndex {
         Ok(top_k(scored, k))
     }
 
+    /// The similarity of `query` to each of `docs` (`None` for a record without
+    /// a vector). Fusion and calibration use it for candidates the vector
+    /// search did not return, so every candidate is scored on both sides.
+    pub fn similarities(
+        &self,
+        searcher: &Searcher,
+        query: &[f32],
+        docs: &[DocAddress],
+    ) -> Result<Vec<Option<f32>>> {
+        if query.len() != self.dim {
+            return Ok(vec![None; docs.len()]);
+        }
+        Ok(self
+            .rows(searcher, docs)?
+            .into_iter()
+            .map(|row| row.map(|row| dot_le(query, row)))
+            .collect())
+    }
+
+    /// The stored vector of each of `docs` (`None` for a record without one),
+    /// for comparing results with each other.
+    pub fn vectors_of(
+        &self,
+        searcher: &Searcher,
+        docs: &[DocAddress],
+    ) -> Result<Vec<Option<Vec<f32>>>> {
+        Ok(self
+            .rows(searcher, docs)?
+            .into_iter()
+            .map(|row| row.and_then(|row| decode(row, self.dim)))
+            .collect())
+    }
+
+    /// The vector row of each of `docs`, `None` for a record without a vector.
+    fn rows(&self, searcher: &Searcher, docs: &[DocAddress]) -> Result<Vec<Option<&[u8]>>> {
+        let mut has_vector = Vec::with_capacity(searcher.segment_readers().len());
+        for segment in searcher.segment_readers() {
+            has_vector.push(segment.fast_fields().u64("has_vector")?);
+        }
+        Ok(docs
+            .iter()
+            .map(|address| {
+                let ord = address.segment_ord as usize;
+                let with_vector = has_vector
+                    .get(ord)
+                    .is_some_and(|column| column.first(address.doc_id) == Some(1));
+                match self.segments.get(ord) {
+                    Some(Some(vectors)) if with_vector => vectors.row(address.doc_id),
+                    _ => None,
+                }
+            })
+            .collect())
+    }
+
     /// How many segments have a graph, out of all.
     pub fn graphs(&self) -> (usize, usize) {
         let with = self

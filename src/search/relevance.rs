@@ -1,0 +1,266 @@
+//! Calibrated relevance: a score that means the same for every query and store.
+//!
+//! A result's score is the estimated probability that it is relevant, as the
+//! product of two small logistic models fitted on the dev sets' relevance
+//! judgements (`scripts/fit-relevance.py`, from `eval --dump-candidates`):
+//!
+//! - **answerable**: does the store hold anything this query is about? Read
+//!   from the best evidence any candidate has: the highest cosine similarity
+//!   and the highest normalised BM25 score (the share of the query's weight a
+//!   record matched, see [`QuerySignals::normalised`]). Fitted on the dev
+//!   queries against the same number of queries from another data set (whose
+//!   store holds nothing for them), so "nothing here" has examples.
+//! - **relevant, if answerable**: is this candidate one of the answers? Read
+//!   from its own cosine similarity and normalised BM25 score, and from where
+//!   it stands in each retriever's list (z-scores over the list, as z-score
+//!   fusion uses them). Fitted on every candidate of the dev queries, relevant
+//!   and not, weighted so that both classes count equally.
+//!
+//! A candidate that holds every identifier of the query (a word with a digit,
+//! code punctuation or camelCase: `E0502`, `oauth2.py`, `parseConfig`) counts
+//! as answerable whatever its similarity: an exact identifier is what the
+//! caller asked for, and MiniLM has no meaning for it.
+//!
+//! Ranking follows the second model (the first is the same for every result of
+//! a query), so the score falls with the rank. A search drops results scoring
+//! under the minimum ([`DEFAULT_MIN_SCORE`]), so a query about something the
+//! store does not hold gets an empty answer instead of ten confident ones.
+//!
+//! Each retriever combination has its own pair of models: with both sides
+//! (hybrid), with BM25 alone (no embedding model, or `--mode bm25`), and with
+//! vectors alone (`--mode vector`). The single-retriever models read only that
+//! retriever's own score, so they rank exactly as it does and only calibrate.
+//! A candidate without a vector in a hybrid search (added with `--embed
+//! later`) is scored by the BM25 models, on the same probability scale.
+
+use super::candidates::{Candidate, QuerySignals};
+
+/// Results scoring under this are not returned unless asked for (`--all`,
+/// `--min-score 0`). Chosen on the fitting half of the dev sets as the highest
+/// minimum that loses at most 0.005 Recall@10 on either (README, Evaluation).
+pub const DEFAULT_MIN_SCORE: f32 = 0.10;
+
+/// A logistic model: `1 / (1 + exp(-(w·x + bias)))`.
+#[derive(Debug, Clone, Copy)]
+pub struct Logistic<const N: usize> {
+    pub weights: [f32; N],
+    pub bias: f32,
+}
+
+impl<const N: usize> Logistic<N> {
+    pub fn logit(&self, x: [f32; N]) -> f32 {
+        self.weights.iter().zip(x).map(|(w, v)| w * v).sum::<f32>() + self.bias
+    }
+}
+
+/// The two models of one retriever combination.
+#[derive(Debug, Clone, Copy)]
+pub struct Models<const Q: usize, const R: usize> {
+    pub answerable: Logistic<Q>,
+    pub relevant: Logistic<R>,
+}
+
+// Fitted by scripts/fit-relevance.py (see its report in the README).
+/// Both retrievers: answerable from (best cosine, best normalised BM25);
+/// relevant from (cosine, normalised BM25, BM25 z-score, cosine z-score).
+pub const HYBRID: Models<2, 4> = Models {
+    answerable: Logistic {
+        weights: [38.722, 3.682],
+        bias: -17.438,
+    },
+    relevant: Logistic {
+        weights: [5.181, 0.137, 0.939, 0.366],
+        bias: -2.998,
+    },
+};
+
+/// BM25 alone: answerable from the best normalised BM25; relevant from the
+/// normalised BM25 score (so the ranking is BM25's own).
+pub const BM25_ONLY: Models<1, 1> = Models {
+    answerable: Logistic {
+        weights: [6.0],
+        bias: -3.0,
+    },
+    relevant: Logistic {
+        weights: [2.0],
+        bias: -1.0,
+    },
+};
+
+/// Vectors alone: answerable from the best cosine; relevant from the cosine
+/// (so the ranking is by similarity).
+pub const VECTOR_ONLY: Models<1, 1> = Models {
+    answerable: Logistic {
+        weights: [38.0],
+        bias: -17.0,
+    },
+    relevant: Logistic {
+        weights: [5.0],
+        bias: -3.0,
+    },
+};
+
+/// Which retrievers produced the candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sides {
+    Both,
+    Bm25,
+    Vector,
+}
+
+/// A candidate's two factors: how answerable its query looks, and the logit
+/// of its own relevance (which ranks it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Calibrated {
+    pub level: f32,
+    pub logit: f32,
+}
+
+impl Calibrated {
+    /// The estimated probability that the candidate is relevant, in (0, 1).
+    pub fn score(&self) -> f32 {
+        self.level * sigmoid(self.logit)
+    }
+}
+
+/// Both factors of every candidate of one query, in pool order.
+pub fn calibrate(pool: &[Candidate], query: &QuerySignals, sides: Sides) -> Vec<Calibrated> {
+    let bm25_z = Standard::of(
+        pool.iter()
+            .filter(|c| c.bm25_rank.is_some())
+            .map(|c| c.bm25),
+    );
+    let cosine_z = Standard::of(
+        pool.iter()
+            .filter(|c| c.vector_rank.is_some())
+            .filter_map(|c| c.cosine),
+    );
+    let normalised: Vec<f32> = pool.iter().map(|c| query.normalised(c.bm25)).collect();
+    let best_bm25 = normalised.iter().copied().fold(0.0f32, f32::max);
+    let best_cosine = pool.iter().filter_map(|c| c.cosine).fold(0.0f32, f32::max);
+    let answerable = |sides: Sides| match sides {
+        Sides::Both => sigmoid(HYBRID.answerable.logit([best_cosine, best_bm25])),
+        Sides::Bm25 => sigmoid(BM25_ONLY.answerable.logit([best_bm25])),
+        Sides::Vector => sigmoid(VECTOR_ONLY.answerable.logit([best_cosine])),
+    };
+    let query_level = answerable(sides);
+    // Records without a vector in a hybrid search: the BM25 models' scale.
+    let bm25_level = answerable(Sides::Bm25);
+    pool.iter()
+        .zip(&normalised)
+        .map(|(c, &bn)| {
+            // A record holding every identifier of the query (`E0502`,
+            // `parse_config`) is about what was asked, however the rest scores.
+            let vouched = c.identifiers >= 1.0;
+            let zb = bm25_z.score(c.bm25_rank.map(|_| c.bm25));
+            let zv = cosine_z.score(c.vector_rank.and(c.cosine));
+            let (level, logit) = match (sides, c.cosine) {
+                (Sides::Both, Some(cos)) => (query_level, HYBRID.relevant.logit([cos, bn, zb, zv])),
+                (Sides::Both | Sides::Bm25, _) => (
+                    if sides == Sides::Bm25 {
+                        query_level
+                    } else {
+                        bm25_level
+                    },
+                    BM25_ONLY.relevant.logit([bn]),
+                ),
+                (Sides::Vector, cos) => (
+                    query_level,
+                    VECTOR_ONLY.relevant.logit([cos.unwrap_or(0.0)]),
+                ),
+            };
+            Calibrated {
+                level: if vouched { 1.0 } else { level },
+                logit,
+            }
+        })
+        .collect()
+}
+
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// A list's mean and standard deviation, for z-scores; a value the list does
+/// not hold gets the list's lowest z-score (it ranked below all of them).
+struct Standard {
+    mean: f32,
+    std: f32,
+    floor: f32,
+}
+
+impl Standard {
+    fn of(values: impl Iterator<Item = f32> + Clone) -> Standard {
+        let n = values.clone().count();
+        if n == 0 {
+            return Standard {
+                mean: 0.0,
+                std: 1.0,
+                floor: 0.0,
+            };
+        }
+        let mean = values.clone().sum::<f32>() / n as f32;
+        let variance = values.clone().map(|v| (v - mean).powi(2)).sum::<f32>() / n as f32;
+        let std = if variance > 0.0 { variance.sqrt() } else { 1.0 };
+        let min = values.fold(f32::INFINITY, f32::min);
+        Standard {
+            mean,
+            std,
+            floor: (min - mean) / std,
+        }
+    }
+
+    fn score(&self, value: Option<f32>) -> f32 {
+        value.map_or(self.floor, |v| (v - self.mean) / self.std)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tantivy::DocAddress;
+
+    fn candidate(doc: u32, bm25: f32, cosine: f32, identifiers: f32) -> Candidate {
+        Candidate {
+            doc: DocAddress::new(0, doc),
+            bm25,
+            bm25_rank: (bm25 > 0.0).then_some(doc as usize + 1),
+            cosine: Some(cosine),
+            vector_rank: Some(doc as usize + 1),
+            identifiers,
+        }
+    }
+
+    const QUERY: QuerySignals = QuerySignals {
+        terms: 3,
+        idf_sum: 10.0,
+    };
+
+    #[test]
+    fn unrelated_candidates_score_under_the_minimum_and_close_ones_over_it() {
+        let unrelated = [candidate(0, 1.0, 0.12, 0.0), candidate(1, 0.0, 0.08, 0.0)];
+        let best = calibrate(&unrelated, &QUERY, Sides::Both)
+            .iter()
+            .map(Calibrated::score)
+            .fold(0.0f32, f32::max);
+        assert!(best < DEFAULT_MIN_SCORE, "{best}");
+        let close = [candidate(0, 9.0, 0.72, 0.0), candidate(1, 2.0, 0.2, 0.0)];
+        let scores: Vec<f32> = calibrate(&close, &QUERY, Sides::Both)
+            .iter()
+            .map(Calibrated::score)
+            .collect();
+        assert!(
+            scores[0] > DEFAULT_MIN_SCORE && scores[0] < 1.0,
+            "{scores:?}"
+        );
+        assert!(scores[0] > scores[1], "{scores:?}");
+    }
+
+    #[test]
+    fn a_record_holding_every_identifier_is_answerable() {
+        let pool = [candidate(0, 2.0, 0.1, 1.0), candidate(1, 0.0, 0.09, 0.0)];
+        let calibrated = calibrate(&pool, &QUERY, Sides::Both);
+        assert_eq!(calibrated[0].level, 1.0);
+        assert!(calibrated[1].level < 0.01, "{:?}", calibrated[1]);
+    }
+}
