@@ -408,7 +408,12 @@ fn an_emptied_store_points_at_the_archive() {
         .args(["archive", "--older-than", "0s"])
         .assert()
         .success();
-    assert_eq!(store.json(&["stats"])["records"], 0, "every record left L2");
+    let stats = store.json(&["stats"]);
+    assert!(
+        stats["by_tier"]["l2"].is_null(),
+        "every record left L2: {stats}"
+    );
+    assert_eq!(stats["by_tier"]["l3"], total, "{stats}");
     let out = store.json(&["search", "oauth token refresh"]);
     let why = out["explanation"].as_str().unwrap();
     assert!(

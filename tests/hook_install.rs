@@ -391,7 +391,13 @@ fn doctor_passes_a_fresh_install_and_names_what_breaks() {
             "{}",
             String::from_utf8_lossy(&out.stdout)
         );
-        serde_json::from_slice(&out.stdout).expect("json")
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "doctor --json: {e}; exit {:?}, stderr: {}",
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
     };
     let outcome = |report: &Value, name: &str| -> String {
         report["checks"]

@@ -427,7 +427,8 @@ fn install(root: &Path, args: InstallArgs) -> anyhow::Result<ExitCode> {
 
 fn run_doctor(root: &Path, args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let targets = args.scope.targets()?;
-    let report = doctor(&targets, root);
+    // The checks write hook input and MCP requests to child processes.
+    let report = super::with_child_pipes(|| doctor(&targets, root));
     if args.json {
         super::output::print_json(&report)?;
     } else {

@@ -607,8 +607,8 @@ pub fn main() -> ExitCode {
 /// and tool calls still running (a `memory_add` commit) finish first.
 fn closed_pipe_ends_quietly(quietly: bool) {
     #[cfg(unix)]
-    // SAFETY: changing a signal's disposition at start-up, before any thread is
-    // spawned; SIG_DFL and SIG_IGN are valid dispositions for SIGPIPE.
+    // SAFETY: SIG_DFL and SIG_IGN are valid dispositions for SIGPIPE, and
+    // `signal` changes the process's disposition atomically (threads included).
     unsafe {
         libc::signal(
             libc::SIGPIPE,
@@ -621,6 +621,17 @@ fn closed_pipe_ends_quietly(quietly: bool) {
     }
     #[cfg(not(unix))]
     let _ = quietly;
+}
+
+/// Runs `work` with SIGPIPE ignored, then restores the quiet default: for
+/// work that writes to child processes' stdin (`hook doctor` feeds hooks and
+/// an MCP server), where a child that exits before reading must be an error
+/// the work reports, not the end of this process.
+pub(crate) fn with_child_pipes<T>(work: impl FnOnce() -> T) -> T {
+    closed_pipe_ends_quietly(false);
+    let result = work();
+    closed_pipe_ends_quietly(true);
+    result
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
