@@ -671,7 +671,7 @@ impl BenchEmbedder {
     /// any vector.
     fn prepare(&mut self) -> std::result::Result<(), EmbedError> {
         let texts = std::mem::take(&mut self.sample_texts);
-        for chunk in texts.chunks(crate::embed::BATCH * 4) {
+        for chunk in texts.chunks(crate::embed::GROUP) {
             let batch: Vec<&str> = chunk.iter().map(String::as_str).collect();
             self.embed(&batch)?;
         }

@@ -438,7 +438,7 @@ impl Store {
                     todo.push((*hash, text.as_str()));
                 }
             }
-            for chunk in todo.chunks(crate::embed::BATCH * 4) {
+            for chunk in todo.chunks(crate::embed::GROUP) {
                 let batch: Vec<&str> = chunk.iter().map(|(_, t)| *t).collect();
                 let vectors = embedder
                     .embed(&batch)
