@@ -11,7 +11,8 @@
    I/O) and, while it runs, replays the same hook calls again, timing each
    call from process start to exit; samples the worker's progress.
 4. Reports the worker's wall time, CPU time and CPU share (of one core: 200%
-   is both cores), its peak RSS, vectors per second, and hook latency
+   is both cores), its peak RSS (and, sampled each second, its peak
+   anonymous and file-backed parts), vectors per second, and hook latency
    p50/p95/max before and during.
 
 Usage: benches/upkeep-catchup.py [--bin target/release/knowledge-db]
@@ -115,17 +116,34 @@ def main():
     worker = subprocess.Popen([binary, "--store", store, "upkeep", "--background"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     progress = []
+    memory = {"RssAnon": 0, "RssFile": 0}
     stop = threading.Event()
+
+    def sample_memory():
+        # Peak anonymous memory (the process's own) apart from file pages it has
+        # mapped (the index's files, the model): the kernel can drop the latter.
+        try:
+            with open("/proc/%d/status" % worker.pid) as f:
+                for line in f:
+                    key, _, value = line.partition(":")
+                    if key in memory:
+                        memory[key] = max(memory[key], int(value.split()[0]))
+        except (OSError, ValueError):
+            pass
 
     def sample():
         while not stop.is_set():
+            sample_memory()
             try:
                 with open(os.path.join(store, "upkeep", "status.json")) as f:
                     s = json.load(f)
                 progress.append((round(time.perf_counter() - started, 1), s.get("embedded", 0)))
             except (OSError, ValueError):
                 pass
-            stop.wait(5)
+            for _ in range(5):
+                if stop.wait(1):
+                    break
+                sample_memory()
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -150,6 +168,8 @@ def main():
         "worker_cpu_seconds": round(cpu, 1),
         "worker_cpu_share_percent": round(100 * cpu / wall, 1),
         "worker_peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "worker_peak_anon_mb": round(memory["RssAnon"] / 1024, 1),
+        "worker_peak_file_mb": round(memory["RssFile"] / 1024, 1),
         "vectors_per_second": round(waiting / wall, 1),
         "left_without_vector": after["vectors"]["without_vector"],
         "hook_calls_before": len(before),

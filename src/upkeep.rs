@@ -165,11 +165,19 @@ pub struct Due {
     /// Vector files of committed segments are missing (a writer was stopped
     /// between its commit and writing them).
     pub vector_files: bool,
+    /// Vectors were made under older embedding-text rules
+    /// (`crate::embed::text::RECIPE`): the texts that changed are embedded again.
+    pub outdated_vectors: bool,
 }
 
 impl Due {
     pub fn any(&self) -> bool {
-        self.recovery || self.vectors > 0 || self.fold || self.maintenance || self.vector_files
+        self.recovery
+            || self.vectors > 0
+            || self.fold
+            || self.maintenance
+            || self.vector_files
+            || self.outdated_vectors
     }
 }
 
@@ -197,6 +205,7 @@ pub fn due(store: &Store, vectors_waiting: Option<u64>) -> Result<Due> {
             &store.reader()?.searcher(),
             crate::embed::DIM,
         )? > 0,
+        outdated_vectors: store.vectors_outdated() && model_installed().is_ok(),
     })
 }
 
@@ -340,6 +349,10 @@ pub struct Status {
     pub embedded: u64,
     #[serde(default)]
     pub vectors_waiting: u64,
+    /// Records whose vector older embedding-text rules made, still to be
+    /// embedded again (counted when the worker starts that step).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub vectors_outdated: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_run: Option<Report>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -374,6 +387,10 @@ pub struct Report {
     pub embedded: u64,
     /// Records still without one (the model is missing, or new ones arrived).
     pub vectors_waiting: u64,
+    /// Records whose vector was made again under the current embedding-text
+    /// rules (`crate::embed::text::RECIPE`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reembedded: u64,
     /// Set when `run` found another worker running and did nothing.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub another_worker: bool,
@@ -496,10 +513,15 @@ impl Worker<'_, '_> {
             if due.vectors > 0 {
                 self.embed(report)?;
             }
+            // Records without any vector first: an outdated vector still works.
+            if due.outdated_vectors {
+                self.reembed(report)?;
+            }
             let did = (report.recovered && !before.recovered)
                 || report.access_folded > before.access_folded
                 || report.archived + report.pruned > before.archived + before.pruned
-                || report.embedded > before.embedded;
+                || report.embedded > before.embedded
+                || report.reembedded > before.reembedded;
             if !did {
                 return Ok(());
             }
@@ -511,13 +533,7 @@ impl Worker<'_, '_> {
     /// then back off instead of starting a worker at every write).
     fn embed(&mut self, report: &mut Report) -> Result<()> {
         self.step("vectors")?;
-        if self.embedder.is_none() {
-            let embedder = (self.options.load_embedder)().map_err(|why| {
-                self.status.model_unavailable = Some(why.clone());
-                Error::Model(why)
-            })?;
-            self.embedder = Some(embedder);
-        }
+        self.load_embedder()?;
         let Some(embedder) = self.embedder.as_mut() else {
             return Ok(());
         };
@@ -538,6 +554,48 @@ impl Worker<'_, '_> {
                     }
                 })?;
         report.embedded += done as u64;
+        Ok(())
+    }
+
+    /// Embeds again the texts whose vectors older embedding-text rules made,
+    /// a committed batch at a time, then marks the store current.
+    fn reembed(&mut self, report: &mut Report) -> Result<()> {
+        self.step("re-embedding")?;
+        self.load_embedder()?;
+        let Some(embedder) = self.embedder.as_mut() else {
+            return Ok(());
+        };
+        let batch = self.store.config().upkeep.embed_batch.max(1);
+        let (files, status, progress) = (&self.files, &mut self.status, &mut self.options.progress);
+        let mut last_write = Instant::now();
+        let done = self.store.reembed_outdated(
+            embedder.as_mut(),
+            batch,
+            LOCK_WAIT,
+            &mut |done, total| {
+                status.vectors_outdated = total.saturating_sub(done) as u64;
+                progress("re-embedding", done as u64, total as u64);
+                if last_write.elapsed() >= Duration::from_secs(1) || done == total {
+                    status.updated_at = Some(crate::now_rfc3339());
+                    let _ = files.write_status(status);
+                    last_write = Instant::now();
+                }
+            },
+        )?;
+        report.reembedded += done as u64;
+        Ok(())
+    }
+
+    /// Loads the model once per worker. A model that is installed but cannot
+    /// be loaded fails the run.
+    fn load_embedder(&mut self) -> Result<()> {
+        if self.embedder.is_none() {
+            let embedder = (self.options.load_embedder)().map_err(|why| {
+                self.status.model_unavailable = Some(why.clone());
+                Error::Model(why)
+            })?;
+            self.embedder = Some(embedder);
+        }
         Ok(())
     }
 
@@ -562,6 +620,10 @@ impl Worker<'_, '_> {
         });
         let _ = self.files.write_status(&self.status);
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn count_maintained(report: &mut Report, done: &MaintainReport) {

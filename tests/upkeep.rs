@@ -314,3 +314,50 @@ fn off_means_off() {
     assert!(vectors_waiting(&store) > 0);
     assert!(!store.path().join("upkeep/worker.lock").exists());
 }
+
+#[test]
+fn a_store_made_under_older_embedding_text_rules_is_brought_up_to_date() {
+    let store = TestStore::new();
+    store
+        .cmd()
+        .args(["ingest", "--embed", "now"])
+        .arg(samples().join("transcripts/uncompacted-session.jsonl.gz"))
+        .assert()
+        .success();
+    let current = store.json(&["stats"])["vector_text_rules"]
+        .as_u64()
+        .unwrap();
+    assert!(current >= 2, "a new store is at the current rules");
+    // A store written before the rules file existed.
+    std::fs::remove_file(store.path().join("embedding-rules")).unwrap();
+    assert_eq!(
+        store.json(&["stats"])["vector_text_rules"].as_u64(),
+        Some(1)
+    );
+    let text = store.cmd().arg("stats").output().unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains(&format!("text rules 1 of {current}")),
+        "stats says the vectors are outdated: {text}"
+    );
+    let with_vectors = store.json(&["stats"])["vectors"]["with_vector"].clone();
+
+    // The next write's worker checks every vector; these texts were embedded
+    // under the current rules already, so none is made again.
+    let note = store.write("n.json", br#"{"id":"late","text":"a late note"}"#);
+    on(&store).args(["add"]).arg(&note).assert().success();
+    wait_until(Duration::from_secs(120), "the rules check", || {
+        store.json(&["stats"])["vector_text_rules"].as_u64() == Some(current)
+            && status(&store)["running"] == false
+    });
+    let status = status(&store);
+    assert!(status["last_error"].is_null(), "{status}");
+    assert!(status["last_run"]["reembedded"].is_null(), "{status}");
+    let stats = store.json(&["stats"]);
+    assert_eq!(stats["vectors"]["without_vector"].as_u64(), Some(0));
+    assert_eq!(
+        stats["vectors"]["with_vector"].as_u64(),
+        with_vectors.as_u64().map(|n| n + 1)
+    );
+    store.cmd().arg("verify").assert().success();
+}

@@ -260,8 +260,17 @@ pub fn print_stats(s: &Stats) {
         human_bytes(s.text_index_bytes),
         s.segments
     );
+    let rules = if s.vector_text_rules < crate::embed::text::RECIPE {
+        format!(
+            " (text rules {} of {}: the upkeep embeds the changed texts again)",
+            s.vector_text_rules,
+            crate::embed::text::RECIPE
+        )
+    } else {
+        String::new()
+    };
     println!(
-        "vectors         {} records, {} waiting for `embed`; {} on disk, {} of {} segments with an HNSW graph",
+        "vectors         {} records{rules}, {} waiting for `embed`; {} on disk, {} of {} segments with an HNSW graph",
         s.vectors.with_vector,
         s.vectors.without_vector,
         human_bytes(s.vector_files_bytes),

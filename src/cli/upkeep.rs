@@ -88,8 +88,12 @@ pub(crate) fn run(root: &Path, args: UpkeepArgs) -> anyhow::Result<ExitCode> {
             describe(&upkeep::status(&store), store.records_without_vector()?)
         );
     } else {
+        let reembedded = match report.reembedded {
+            0 => String::new(),
+            n => format!(" ({n} more embedded again under the current text rules)"),
+        };
         println!(
-            "upkeep done in {:.1}s: {} vectors computed, {} access counts folded, {} archived, {} pruned{}; {} records still without a vector",
+            "upkeep done in {:.1}s: {} vectors computed{reembedded}, {} access counts folded, {} archived, {} pruned{}; {} records still without a vector",
             report.seconds,
             report.embedded,
             report.access_folded,
@@ -122,6 +126,13 @@ pub(crate) fn describe(status: &Status, vectors_waiting: u64) -> String {
             None => format!("idle; no run yet; {vectors_waiting} records without a vector"),
         }
     };
+    if status.running && status.vectors_outdated > 0 {
+        text.push_str(&format!(
+            "\n{} vectors made under older embedding-text rules wait to be made again \
+             (they are used meanwhile)",
+            status.vectors_outdated
+        ));
+    }
     if let Some(error) = &status.last_error {
         text.push_str(&format!(
             "\nlast run failed at {}: {} (`knowledge-db upkeep` retries now)",

@@ -17,6 +17,7 @@ pub mod browse;
 pub mod config;
 pub mod lock;
 pub mod rescue;
+mod rules;
 pub mod tier;
 pub mod verify;
 
@@ -148,6 +149,9 @@ pub struct Stats {
     pub vector_files_bytes: u64,
     /// Segments with an HNSW graph (the others are scanned exactly).
     pub vector_graphs: usize,
+    /// The embedding-text rules the vectors were made under
+    /// (`crate::embed::text::RECIPE` when current).
+    pub vector_text_rules: u32,
     /// Per tier (L2 here, L3 the archive): records, bytes, compression, ages.
     pub tiers: Vec<crate::archive::TierStats>,
 }
@@ -173,6 +177,7 @@ impl Store {
         let text = root.join("text");
         fs::create_dir_all(&text).map_err(|e| Error::io(&text, e))?;
         let index = Index::create_in_dir(&text, IndexFields::schema())?;
+        rules::write(root, crate::embed::text::RECIPE)?;
         // config.toml is written last: its presence marks a complete store.
         Config::new(crate::now_rfc3339()).save(&root.join("config.toml"))?;
         drop(index);
@@ -653,6 +658,7 @@ impl Store {
             vectors: crate::vectors::coverage(&searcher)?,
             vector_files_bytes,
             vector_graphs: crate::vectors::graph_count(&self.root),
+            vector_text_rules: self.embedding_rules(),
             tiers: vec![l2_tier, l3_tier],
         })
     }

@@ -1,0 +1,239 @@
+//! Embedding-text rules: which version of `crate::embed::text::embedding_text`
+//! made a store's vectors, and the background pass that brings them up to date.
+//!
+//! A vector is the embedding of a text chosen from its record. When the rules
+//! that choose it change (`crate::embed::text::RECIPE`), records whose text
+//! changed carry a vector of the old text: still a fair vector, so search keeps
+//! using it, but not what a new store would hold. The store names its rules in
+//! the `embedding-rules` file (written at creation; a store older than the file
+//! is at version 1), and [`Store::reembed_outdated`], run by the upkeep worker,
+//! embeds the changed texts again a batch per commit, then writes the current
+//! version. Records whose text did not change keep their vectors untouched.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use tantivy::TantivyDocument;
+
+use super::lock::WriterLock;
+use super::{get_record, Store};
+use crate::embed::text::{embedding_text, text_hash};
+use crate::embed::Embedder;
+use crate::error::{Error, Result};
+
+/// The file naming the embedding-text rules of a store's vectors.
+const RULES_FILE: &str = "embedding-rules";
+
+/// Writes the rules file atomically (temp file, fsync, rename, fsync the folder).
+pub(super) fn write(root: &Path, rules: u32) -> Result<()> {
+    let mut tmp = tempfile::NamedTempFile::new_in(root).map_err(|e| Error::io(root, e))?;
+    tmp.write_all(format!("{rules}\n").as_bytes())
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| Error::io(tmp.path(), e))?;
+    let path = root.join(RULES_FILE);
+    tmp.persist(&path).map_err(|e| Error::io(&path, e.error))?;
+    super::config::sync_dir(root)
+}
+
+impl Store {
+    /// The rules (`crate::embed::text::RECIPE`) the store's vectors were made
+    /// under: the `embedding-rules` file, written when a store is created and
+    /// when [`Store::reembed_outdated`] finishes; a store older than the file
+    /// has version 1.
+    pub fn embedding_rules(&self) -> u32 {
+        fs::read_to_string(self.root.join(RULES_FILE))
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+            .unwrap_or(1)
+    }
+
+    /// Whether vectors made under older embedding-text rules may be waiting to
+    /// be made again (one small file read).
+    pub fn vectors_outdated(&self) -> bool {
+        self.embedding_rules() < crate::embed::text::RECIPE
+    }
+
+    /// Ids of live records with a vector made from a text other than the one
+    /// the current rules embed for them (`crate::embed::text::embedding_text`).
+    /// Reads every stored record: for the upkeep, not for searches.
+    pub fn records_with_outdated_vectors(&self) -> Result<Vec<String>> {
+        let searcher = self.reader()?.searcher();
+        let mut outdated = Vec::new();
+        for segment in searcher.segment_readers() {
+            let has_vector = segment.fast_fields().u64("has_vector")?;
+            let hashes = segment.fast_fields().u64("text_hash")?;
+            let store = segment
+                .get_store_reader(64)
+                .map_err(|e| Error::io(self.root.join("text"), e))?;
+            for doc in segment.doc_ids_alive() {
+                if has_vector.first(doc) != Some(1) {
+                    continue;
+                }
+                let stored: TantivyDocument = store.get(doc)?;
+                let record = self.fields.record(&stored)?;
+                if hashes.first(doc) != Some(text_hash(&embedding_text(&record))) {
+                    outdated.push(record.id);
+                }
+            }
+        }
+        Ok(outdated)
+    }
+
+    /// Embeds again, `batch` records per commit, the texts whose vectors older
+    /// embedding-text rules made, then records that the store is current. Until
+    /// a record is done it keeps its old vector, so search never loses it; a
+    /// run that is stopped leaves the rules file as it was, and the next run
+    /// finds what is left. Returns how many records got a new vector.
+    pub fn reembed_outdated(
+        &self,
+        embedder: &mut dyn Embedder,
+        batch: usize,
+        lock_timeout: Duration,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<usize> {
+        let outdated = self.records_with_outdated_vectors()?;
+        let total = outdated.len();
+        progress(0, total);
+        let mut done = 0;
+        for ids in outdated.chunks(batch.max(1)) {
+            // Read each batch when its turn comes: holding every record's text
+            // at once would cost as much memory as the store's texts.
+            let searcher = self.reader()?.searcher();
+            let mut records = Vec::with_capacity(ids.len());
+            for id in ids {
+                // A record deleted meanwhile needs no vector.
+                records.extend(get_record(&searcher, &self.fields, id)?);
+            }
+            drop(searcher);
+            self.rewrite_with_vectors(records, embedder, lock_timeout)?;
+            done += ids.len();
+            progress(done, total);
+        }
+        if done > 0 {
+            self.index_vectors(lock_timeout)?;
+        }
+        let _lock = WriterLock::acquire(&self.root.join("LOCK"), lock_timeout)?;
+        write(&self.root, crate::embed::text::RECIPE)?;
+        Ok(done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::embed::{HashEmbedder, DIM};
+    use crate::error::Origin;
+    use crate::index::{record_hash, VectorField};
+    use crate::record::{parse_record, ParseOptions, Record};
+    use tantivy::Term;
+
+    fn record(value: serde_json::Value) -> Record {
+        parse_record(value, &Origin::file("test"), &ParseOptions::default()).expect("record")
+    }
+
+    /// Gives `id` the vector of another text, as rules of an older version did.
+    fn make_outdated(store: &Store, id: &str) {
+        let searcher = store.reader().expect("reader").searcher();
+        let record = get_record(&searcher, &store.fields, id)
+            .expect("get")
+            .expect("record");
+        let (_lock, writer) = store.writer(Duration::from_secs(5)).expect("writer");
+        let old = HashEmbedder::new(DIM)
+            .embed(&["the whole text, as rules 1 embedded it"])
+            .expect("embed");
+        let vector = VectorField {
+            text_hash: 42,
+            embedding: old.into_iter().next(),
+        };
+        writer.delete_term(Term::from_field_text(store.fields.id, id));
+        writer
+            .add_document(
+                store
+                    .fields
+                    .document(&record, record_hash(&record), &vector)
+                    .expect("doc"),
+            )
+            .expect("add");
+        store.commit(writer, true).expect("commit");
+        fs::remove_file(store.root.join(RULES_FILE)).expect("rules file");
+    }
+
+    #[test]
+    fn outdated_vectors_are_kept_until_made_again_and_the_rest_are_untouched() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let store = Store::init(&dir.path().join("s")).expect("init");
+        assert_eq!(store.embedding_rules(), crate::embed::text::RECIPE);
+        let output = format!("[tool_result] {}", "listing line\n".repeat(100));
+        let records = vec![
+            record(serde_json::json!({"id": "tool", "role": "user", "text": output})),
+            record(
+                serde_json::json!({"id": "prose", "role": "assistant", "text": "the cache was stale"}),
+            ),
+        ];
+        let mut embedder = HashEmbedder::new(DIM);
+        store
+            .add(records, Some(&mut embedder), Duration::from_secs(5))
+            .expect("add");
+        assert!(store
+            .records_with_outdated_vectors()
+            .expect("scan")
+            .is_empty());
+
+        make_outdated(&store, "tool");
+        assert_eq!(store.embedding_rules(), 1);
+        assert!(store.vectors_outdated());
+        assert_eq!(
+            store.records_with_outdated_vectors().expect("scan"),
+            ["tool"]
+        );
+        // The old vector still counts: search keeps using it meanwhile.
+        assert_eq!(store.records_without_vector().expect("count"), 0);
+
+        let mut seen = Vec::new();
+        let done = store
+            .reembed_outdated(&mut embedder, 1, Duration::from_secs(5), &mut |d, t| {
+                seen.push((d, t))
+            })
+            .expect("re-embed");
+        assert_eq!(done, 1);
+        assert_eq!(seen.last(), Some(&(1, 1)));
+        assert!(!store.vectors_outdated());
+        assert!(store
+            .records_with_outdated_vectors()
+            .expect("scan")
+            .is_empty());
+        // Made again from the current text, and verifiable as such.
+        let searcher = store.reader().expect("reader").searcher();
+        let tool = get_record(&searcher, &store.fields, "tool")
+            .expect("get")
+            .expect("tool");
+        let expected = text_hash(&embedding_text(&tool));
+        let term = Term::from_field_u64(store.fields.text_hash, expected);
+        let hits = searcher
+            .search(
+                &tantivy::query::TermQuery::new(term, tantivy::schema::IndexRecordOption::Basic),
+                &tantivy::collector::Count,
+            )
+            .expect("search");
+        assert_eq!(hits, 1);
+        // A second pass finds nothing and needs no model call.
+        let again = store
+            .reembed_outdated(&mut embedder, 1, Duration::from_secs(5), &mut |_, _| {})
+            .expect("again");
+        assert_eq!(again, 0);
+    }
+
+    #[test]
+    fn a_store_without_the_file_is_at_rules_one_and_a_garbled_file_reads_as_one() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let store = Store::init(&dir.path().join("s")).expect("init");
+        fs::remove_file(store.root.join(RULES_FILE)).expect("remove");
+        assert_eq!(store.embedding_rules(), 1);
+        fs::write(store.root.join(RULES_FILE), "not a number").expect("write");
+        assert_eq!(store.embedding_rules(), 1);
+        write(&store.root, 7).expect("write");
+        assert_eq!(store.embedding_rules(), 7);
+    }
+}
