@@ -162,8 +162,10 @@ fn compose(
     }
     if queue.pending.len() > listed {
         text.push_str(&format!(
-            "…and {} more (`show --queue` lists them)\n",
-            queue.pending.len() - listed
+            "…and {} more (the Read command below with `--queue` for `--turns {}-{}` lists them)\n",
+            queue.pending.len() - listed,
+            first.start_turn,
+            first.end_turn
         ));
     }
     let (a, b) = (first.start_turn, first.end_turn);
@@ -244,7 +246,14 @@ mod tests {
             many.contains("\n1. S:segment:40-77, ~12k tokens: Implement"),
             "{many}"
         );
-        assert!(many.contains(" more (`show --queue` lists them)"), "{many}");
+        assert!(
+            many.contains(
+                " more (the Read command below with `--queue` for `--turns 40-77` lists them)"
+            ) && many.contains(&format!(
+                "`{prefix} show --session 533ff7a3-d390-41ff-b9e8-1b09fb4c2fe2 --turns 40-77`"
+            )),
+            "the command for the rest runs as written: {many}"
+        );
         let two = reminder(&queue(2), None, &HookSettings::default(), "knowledge-db").unwrap();
         assert!(
             two.contains("\n2. S:segment:80-117, ~12k tokens: "),
