@@ -462,6 +462,15 @@ pub fn run(store: &Store, options: RunOptions<'_>) -> Result<Report> {
     Ok(report)
 }
 
+/// Which records a vector pass embeds.
+#[derive(Debug, Clone, Copy)]
+enum Pass {
+    /// Records stored without a vector.
+    Missing,
+    /// Records whose vector older embedding-text rules made.
+    Outdated,
+}
+
 /// One worker's state while it runs.
 struct Worker<'a, 'o> {
     store: &'a Store,
@@ -511,11 +520,11 @@ impl Worker<'_, '_> {
                 report.access_folded += access::fold(self.store, &lock)?;
             }
             if due.vectors > 0 {
-                self.embed(report)?;
+                self.vectors(Pass::Missing, report)?;
             }
             // Records without any vector first: an outdated vector still works.
             if due.outdated_vectors {
-                self.reembed(report)?;
+                self.vectors(Pass::Outdated, report)?;
             }
             let did = (report.recovered && !before.recovered)
                 || report.access_folded > before.access_folded
@@ -528,61 +537,57 @@ impl Worker<'_, '_> {
         }
     }
 
-    /// Computes vectors for every record waiting, a committed batch at a time.
-    /// A model that is installed but cannot be loaded fails the run (nudges
-    /// then back off instead of starting a worker at every write).
-    fn embed(&mut self, report: &mut Report) -> Result<()> {
-        self.step("vectors")?;
+    /// Computes vectors for every record waiting (`Pass::Missing`), or makes
+    /// again those older embedding-text rules made (`Pass::Outdated`), a
+    /// committed batch at a time. A model that is installed but cannot be
+    /// loaded fails the run (nudges then back off instead of starting a worker
+    /// at every write).
+    fn vectors(&mut self, pass: Pass, report: &mut Report) -> Result<()> {
+        let step = match pass {
+            Pass::Missing => "vectors",
+            Pass::Outdated => "re-embedding",
+        };
+        self.step(step)?;
         self.load_embedder()?;
+        let store = self.store;
         let Some(embedder) = self.embedder.as_mut() else {
             return Ok(());
         };
-        let batch = self.store.config().upkeep.embed_batch.max(1);
+        let batch = store.config().upkeep.embed_batch.max(1);
         let (files, status, progress) = (&self.files, &mut self.status, &mut self.options.progress);
+        let embedded_before = report.embedded;
         let mut last_write = Instant::now();
-        let done =
-            self.store
-                .embed_missing(embedder.as_mut(), batch, LOCK_WAIT, &mut |done, total| {
-                    status.embedded = report.embedded + done as u64;
-                    status.vectors_waiting = total.saturating_sub(done) as u64;
-                    progress("vectors", status.embedded, report.embedded + total as u64);
-                    // The status is for people and `stats`: a write a second is plenty.
-                    if last_write.elapsed() >= Duration::from_secs(1) {
-                        status.updated_at = Some(crate::now_rfc3339());
-                        let _ = files.write_status(status);
-                        last_write = Instant::now();
-                    }
-                })?;
-        report.embedded += done as u64;
-        Ok(())
-    }
-
-    /// Embeds again the texts whose vectors older embedding-text rules made,
-    /// a committed batch at a time, then marks the store current.
-    fn reembed(&mut self, report: &mut Report) -> Result<()> {
-        self.step("re-embedding")?;
-        self.load_embedder()?;
-        let Some(embedder) = self.embedder.as_mut() else {
-            return Ok(());
-        };
-        let batch = self.store.config().upkeep.embed_batch.max(1);
-        let (files, status, progress) = (&self.files, &mut self.status, &mut self.options.progress);
-        let mut last_write = Instant::now();
-        let done = self.store.reembed_outdated(
-            embedder.as_mut(),
-            batch,
-            LOCK_WAIT,
-            &mut |done, total| {
-                status.vectors_outdated = total.saturating_sub(done) as u64;
-                progress("re-embedding", done as u64, total as u64);
-                if last_write.elapsed() >= Duration::from_secs(1) || done == total {
-                    status.updated_at = Some(crate::now_rfc3339());
-                    let _ = files.write_status(status);
-                    last_write = Instant::now();
+        let mut on_progress = |done: usize, total: usize| {
+            let (done, total) = (done as u64, total as u64);
+            match pass {
+                Pass::Missing => {
+                    status.embedded = embedded_before + done;
+                    status.vectors_waiting = total.saturating_sub(done);
+                    progress(step, status.embedded, embedded_before + total);
                 }
-            },
-        )?;
-        report.reembedded += done as u64;
+                Pass::Outdated => {
+                    status.vectors_outdated = total.saturating_sub(done);
+                    progress(step, done, total);
+                }
+            }
+            // The status is for people and `stats`: a write a second is plenty.
+            if last_write.elapsed() >= Duration::from_secs(1) || done == total {
+                status.updated_at = Some(crate::now_rfc3339());
+                let _ = files.write_status(status);
+                last_write = Instant::now();
+            }
+        };
+        let embedder = embedder.as_mut();
+        let done = match pass {
+            Pass::Missing => store.embed_missing(embedder, batch, LOCK_WAIT, &mut on_progress)?,
+            Pass::Outdated => {
+                store.reembed_outdated(embedder, batch, LOCK_WAIT, &mut on_progress)?
+            }
+        } as u64;
+        match pass {
+            Pass::Missing => report.embedded += done,
+            Pass::Outdated => report.reembedded += done,
+        }
         Ok(())
     }
 
