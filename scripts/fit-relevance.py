@@ -20,6 +20,7 @@ import argparse
 import hashlib
 import json
 import math
+import re
 import sys
 
 import numpy as np
@@ -201,10 +202,58 @@ def answered_nothing(queries, name, fitted, min_score):
     return sum(1 for q in queries if scores(q, name, fitted)[1].max(initial=0) < min_score)
 
 
+def shipped(path):
+    """The models and minimum compiled into the binary (src/search/relevance.rs),
+    in the form `fitted` has, to measure them on the same dumps."""
+    text = open(path).read()
+    number = r"(-?[0-9.]+)"
+    models = {}
+    for name in MODELS:
+        m = re.search(
+            rf"pub const {name}: Models<[^>]*> = Models \{{\s*answerable: Logistic \{{\s*"
+            rf"weights: \[([^\]]*)\],\s*bias: {number},\s*\}},\s*relevant: Logistic \{{\s*"
+            rf"weights: \[([^\]]*)\],\s*bias: {number},", text)
+        if not m:
+            raise SystemExit(f"{path}: cannot read the {name} models")
+        weights = lambda w, b: np.array([float(x) for x in w.split(",") if x.strip()] + [float(b)])
+        models[name] = (weights(m.group(3), m.group(4)), weights(m.group(1), m.group(2)))
+    minimum = re.search(r"pub const DEFAULT_MIN_SCORE: f32 = ([0-9.]+);", text)
+    if not minimum:
+        raise SystemExit(f"{path}: cannot read DEFAULT_MIN_SCORE")
+    return models, float(minimum.group(1))
+
+
+def report(sets, fitted, chosen):
+    """The quality tables of every mode and the abstention table."""
+    header = ["set", "half", "queries", "nDCG@10", "R@10", "R@10 without minimum", "cost"]
+    for mode in MODELS:
+        print(f"## {mode}, minimum {chosen:.2f}")
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for set_name, s in sets.items():
+            for h, label in ((0, "fit"), (1, "check")):
+                qs = [q for q in s["pos"] if half(q["id"]) == h]
+                r = quality(qs, mode, fitted, chosen)
+                print(f"| {set_name} | {label} | {len(qs)} | {r['ndcg@10']:.4f} | {r['R@10']:.4f} | "
+                      f"{r['R@10 no minimum']:.4f} | {r['R@10 no minimum'] - r['R@10']:.4f} |")
+        print()
+    print("## Answered with nothing (hybrid), minimum", f"{chosen:.2f}")
+    print("| set | hand-written negatives | other sets' queries (check half) |")
+    print("|---|---|---|")
+    for set_name, s in sets.items():
+        neg = s["neg"]
+        cross = [q for q in s["cross"] if half(q["id"]) == 1]
+        print(f"| {set_name} | {answered_nothing(neg, 'HYBRID', fitted, chosen)} of {len(neg)} | "
+              f"{answered_nothing(cross, 'HYBRID', fitted, chosen)} of {len(cross)} |")
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dumps", nargs="+", help="NAME=PATH of an `eval --dump-candidates` file")
     ap.add_argument("--max-cost", type=float, default=0.005, help="Recall@10 the minimum may cost on a fitting half")
+    ap.add_argument("--shipped", metavar="RS", help="also measure the models compiled in from this file "
+                    "(src/search/relevance.rs) on the same dumps, to compare with the refit")
     args = ap.parse_args()
     sets = {}
     for spec in args.dumps:
@@ -246,26 +295,12 @@ def main():
         print(f"#   relevant   weights {np.round(rel_w[:-1], 4).tolist()} bias {rel_w[-1]:.4f}")
     print(f"# DEFAULT_MIN_SCORE = {chosen:.2f} (highest minimum costing <= {args.max_cost} Recall@10 on each fitting half)")
     print()
-    header = ["set", "half", "queries", "nDCG@10", "R@10", "R@10 without minimum", "cost"]
-    for mode in MODELS:
-        print(f"## {mode}, minimum {chosen:.2f}")
-        print("| " + " | ".join(header) + " |")
-        print("|" + "---|" * len(header))
-        for set_name, s in sets.items():
-            for h, label in ((0, "fit"), (1, "check")):
-                qs = [q for q in s["pos"] if half(q["id"]) == h]
-                r = quality(qs, mode, fitted, chosen)
-                print(f"| {set_name} | {label} | {len(qs)} | {r['ndcg@10']:.4f} | {r['R@10']:.4f} | "
-                      f"{r['R@10 no minimum']:.4f} | {r['R@10 no minimum'] - r['R@10']:.4f} |")
+    report(sets, fitted, chosen)
+    if args.shipped:
+        models, minimum = shipped(args.shipped)
+        print(f"# The shipped models ({args.shipped}), minimum {minimum:.2f}, on the same dumps")
         print()
-    print("## Answered with nothing (hybrid), minimum", f"{chosen:.2f}")
-    print("| set | hand-written negatives | other sets' queries (check half) |")
-    print("|---|---|---|")
-    for set_name, s in sets.items():
-        neg = s["neg"]
-        cross = [q for q in s["cross"] if half(q["id"]) == 1]
-        print(f"| {set_name} | {answered_nothing(neg, 'HYBRID', fitted, chosen)} of {len(neg)} | "
-              f"{answered_nothing(cross, 'HYBRID', fitted, chosen)} of {len(cross)} |")
+        report(sets, models, minimum)
     return 0
 
 

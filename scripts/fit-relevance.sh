@@ -43,4 +43,4 @@ for name in scifact locomo agent; do
     > "$work/$name-eval.json"
   dumps+=("$name=$work/$name.jsonl")
 done
-"$python" scripts/fit-relevance.py "${dumps[@]}"
+"$python" scripts/fit-relevance.py --shipped src/search/relevance.rs "${dumps[@]}"
