@@ -8,10 +8,11 @@
 //! or a Claude Code hook wait.
 //!
 //! **Design.** Every process that writes, and a search that sees work
-//! waiting, calls [`nudge`]: a few `stat`s, one small file read and one term
-//! count decide whether anything is due; if so, and no worker is running, it
-//! starts one (`knowledge-db upkeep --background`: a detached process of its
-//! own, at the lowest CPU and I/O priority) and returns at once. The worker
+//! waiting, calls [`nudge`]: a few `stat`s, two small file reads (one is
+//! `embedding-rules`) and one term count decide whether anything is due; if
+//! so, and no worker is running, it starts one (`knowledge-db upkeep
+//! --background`: a detached process of its own, at the lowest CPU and I/O
+//! priority) and returns at once. The worker
 //! holds `upkeep/worker.lock` for its life (one worker per store; the kernel
 //! frees the lock if the worker dies), does what is due in small committed
 //! steps, writes its progress to `upkeep/status.json`, and exits when nothing
@@ -32,7 +33,7 @@
 //! failure is in `stats` and `hook doctor`); `knowledge-db upkeep` runs it in
 //! the foreground at any time.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -99,18 +100,7 @@ impl Files {
     /// The worker lock, taken without waiting; `None` when a worker holds it.
     fn try_lock(&self) -> Result<Option<File>> {
         self.ensure()?;
-        let path = self.lock();
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| Error::io(&path, e))?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(file)),
-            Err(TryLockError::WouldBlock) => Ok(None),
-            Err(TryLockError::Error(e)) => Err(Error::io(&path, e)),
-        }
+        crate::store::lock::try_lock_file(&self.lock())
     }
 
     /// Whether a worker runs now (it holds the lock).
@@ -340,7 +330,8 @@ pub struct Status {
     pub started_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
-    /// What the worker is doing: `recovery`, `maintenance`, `fold`, `vectors`.
+    /// What the worker is doing: `recovery`, `vector files`, `maintenance`,
+    /// `fold`, `vectors`, `re-embedding`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
     /// Vectors computed so far by the current (or last) worker, and how many

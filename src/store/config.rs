@@ -225,22 +225,28 @@ impl Config {
         })
     }
 
-    /// Writes the config atomically: temp file, fsync, rename, fsync the folder.
+    /// Writes the config atomically and durably (see [`write_durably`]).
     pub fn save(&self, path: &Path) -> Result<()> {
         let text = toml::to_string_pretty(self).map_err(|e| Error::Config {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-        let dir = path.parent().unwrap_or(Path::new("."));
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(dir, e))?;
-        tmp.write_all(text.as_bytes())
-            .map_err(|e| Error::io(tmp.path(), e))?;
-        tmp.as_file()
-            .sync_all()
-            .map_err(|e| Error::io(tmp.path(), e))?;
-        tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
-        sync_dir(dir)
+        write_durably(path, text.as_bytes())
     }
+}
+
+/// Replaces the file at `path` with `bytes` so that a crash leaves the old
+/// file or the new one, never a mix, and the new one survives power loss once
+/// this returns: temp file in the same folder, fsync, rename, fsync the folder.
+pub fn write_durably(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(dir, e))?;
+    tmp.write_all(bytes).map_err(|e| Error::io(tmp.path(), e))?;
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| Error::io(tmp.path(), e))?;
+    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    sync_dir(dir)
 }
 
 /// fsyncs a folder so a rename inside it survives power loss.

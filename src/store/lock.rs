@@ -58,6 +58,23 @@ impl WriterLock {
     }
 }
 
+/// Takes an exclusive lock on the file at `path` (created if missing) without
+/// waiting: `None` when another process holds it. Dropping the file releases
+/// the lock, as does the kernel when the process dies.
+pub fn try_lock_file(path: &Path) -> Result<Option<File>> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(TryLockError::WouldBlock) => Ok(None),
+        Err(TryLockError::Error(e)) => Err(Error::io(path, e)),
+    }
+}
+
 impl Drop for WriterLock {
     fn drop(&mut self) {
         let _ = self.file.unlock();

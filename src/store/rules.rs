@@ -11,14 +11,13 @@
 //! version. Records whose text did not change keep their vectors untouched.
 
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
 use tantivy::TantivyDocument;
 
 use super::lock::WriterLock;
-use super::{get_record, Store};
+use super::{IdLookup, Store};
 use crate::embed::text::{embedding_text, text_hash};
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
@@ -26,15 +25,9 @@ use crate::error::{Error, Result};
 /// The file naming the embedding-text rules of a store's vectors.
 const RULES_FILE: &str = "embedding-rules";
 
-/// Writes the rules file atomically (temp file, fsync, rename, fsync the folder).
+/// Writes the rules file atomically and durably.
 pub(super) fn write(root: &Path, rules: u32) -> Result<()> {
-    let mut tmp = tempfile::NamedTempFile::new_in(root).map_err(|e| Error::io(root, e))?;
-    tmp.write_all(format!("{rules}\n").as_bytes())
-        .and_then(|()| tmp.as_file().sync_all())
-        .map_err(|e| Error::io(tmp.path(), e))?;
-    let path = root.join(RULES_FILE);
-    tmp.persist(&path).map_err(|e| Error::io(&path, e.error))?;
-    super::config::sync_dir(root)
+    super::config::write_durably(&root.join(RULES_FILE), format!("{rules}\n").as_bytes())
 }
 
 impl Store {
@@ -101,11 +94,16 @@ impl Store {
             // Read each batch when its turn comes: holding every record's text
             // at once would cost as much memory as the store's texts.
             let searcher = self.reader()?.searcher();
+            let lookup = IdLookup::new(&searcher, &self.fields)?;
             let mut records = Vec::with_capacity(ids.len());
             for id in ids {
                 // A record deleted meanwhile needs no vector.
-                records.extend(get_record(&searcher, &self.fields, id)?);
+                if let Some(address) = lookup.find(id)? {
+                    let doc: TantivyDocument = searcher.doc(address)?;
+                    records.push(self.fields.record(&doc)?);
+                }
             }
+            drop(lookup);
             drop(searcher);
             self.rewrite_with_vectors(records, embedder, lock_timeout)?;
             done += ids.len();
@@ -127,6 +125,7 @@ mod tests {
     use crate::error::Origin;
     use crate::index::{record_hash, VectorField};
     use crate::record::{parse_record, ParseOptions, Record};
+    use crate::store::get_record;
     use tantivy::Term;
 
     fn record(value: serde_json::Value) -> Record {

@@ -33,7 +33,7 @@ pub mod session;
 pub mod terms;
 pub mod turns;
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -227,17 +227,7 @@ impl HookFiles {
     fn try_lock(&self, session_id: &str) -> Result<Option<File>> {
         std::fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
         let path = self.dir.join(format!("{}.lock", Self::stem(session_id)));
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| Error::io(&path, e))?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(file)),
-            Err(TryLockError::WouldBlock) => Ok(None),
-            Err(TryLockError::Error(e)) => Err(Error::io(&path, e)),
-        }
+        crate::store::lock::try_lock_file(&path)
     }
 
     /// Takes the session's lock, waiting up to `wait` for another hook of the
