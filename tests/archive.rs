@@ -403,6 +403,86 @@ fn restore_gives_back_the_archived_vector_without_re_embedding() {
 }
 
 #[test]
+fn a_draft_vector_comes_back_from_the_archive_as_a_draft() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::init(&dir.path().join("s")).unwrap();
+    let records: Vec<_> = (0..6)
+        .map(|i| {
+            let value = json!({"id": format!("n{i}"), "text": format!("note {i} about caching"), "timestamp": "2025-06-01T00:00:00Z"});
+            parse_record(value, &Origin::file("t"), &ParseOptions::default()).unwrap()
+        })
+        .collect();
+    let wait = Duration::from_secs(5);
+    store.add(records, None, wait).unwrap();
+    // Half drafted, half embedded by the full model.
+    let mut draft = HashEmbedder::draft(DIM);
+    store
+        .embed_missing(&mut draft, 3, wait, &mut |_, _| {})
+        .unwrap();
+    let ids: Vec<String> = (0..6).map(|i| format!("n{i}")).collect();
+    let mut full = HashEmbedder::new(DIM);
+    store
+        .reembed_outdated(&mut full, 3, wait, &mut |_, _| {})
+        .unwrap();
+    assert_eq!(store.records_with_draft_vector().unwrap(), 0);
+    let searcher = store.reader().unwrap().searcher();
+    let mut text_only: Vec<_> = store
+        .l2_records_by_id(&searcher, &ids[..3])
+        .unwrap()
+        .into_iter()
+        .map(|l2| l2.record)
+        .collect();
+    drop(searcher);
+    store.delete(&ids[..3], wait).unwrap();
+    for record in &mut text_only {
+        record.access_count = 0;
+    }
+    store.add(text_only, None, wait).unwrap();
+    store
+        .embed_missing(&mut draft, 3, wait, &mut |_, _| {})
+        .unwrap();
+    assert_eq!(store.records_with_draft_vector().unwrap(), 3);
+
+    let selection = Selection {
+        older_than: Some(86_400),
+        ..Selection::default()
+    };
+    let report = ops::archive(&store, &selection, false, wait).unwrap();
+    assert_eq!(report.records, 6);
+    assert_eq!(store.records_with_draft_vector().unwrap(), 0);
+    let restored = ops::restore(
+        &store,
+        &RestoreWhat::Ids(ids.clone()),
+        || panic!("restore must not load a model for unpruned records"),
+        wait,
+    )
+    .unwrap();
+    assert_eq!(restored.vectors_kept, 6);
+    // The drafts are drafts again, with their vectors and the right text
+    // hash; the full vectors came back as they were.
+    assert_eq!(store.records_with_draft_vector().unwrap(), 3);
+    let searcher = store.reader().unwrap().searcher();
+    for l2 in store.l2_records_by_id(&searcher, &ids).unwrap() {
+        let drafted = ids[..3].contains(&l2.record.id);
+        assert_eq!(l2.vector.draft, drafted, "{}", l2.record.id);
+        assert!(l2.vector.embedding.is_some());
+        assert_eq!(
+            l2.vector.text_hash,
+            knowledge_db::embed::text::text_hash(&knowledge_db::embed::text::embedding_text(
+                &l2.record
+            ))
+        );
+    }
+    drop(searcher);
+    assert_eq!(
+        store
+            .reembed_outdated(&mut full, 3, wait, &mut |_, _| {})
+            .unwrap(),
+        3
+    );
+}
+
+#[test]
 fn the_agent_service_reads_archived_records_by_id() {
     let store = samples_store();
     store.json(&["archive", "--older-than", "1d"]);

@@ -157,6 +157,36 @@ fn without_vectors_the_texts_are_embedded_again_later() {
 }
 
 #[test]
+fn draft_vectors_are_exported_marked_and_not_loaded_back() {
+    let a = TestStore::new();
+    a.cmd()
+        .args(["ingest", "--embed", "later"])
+        .arg(samples().join("transcripts"))
+        .assert()
+        .success();
+    let drafted = a.json(&["embed", "--draft"]);
+    let count = drafted["embedded"].as_u64().unwrap();
+    assert!(count > 0 && drafted["drafts"] == true, "{drafted}");
+    assert_eq!(
+        a.json(&["stats"])["vectors"]["drafts"].as_u64(),
+        Some(count)
+    );
+    let lines = export_lines(&a, &["--tier", "l2"]);
+    assert!(
+        lines.iter().all(|l| l["vector"]["draft"] == true),
+        "every vector marked"
+    );
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let b = TestStore::new();
+    let file = b.write("drafts.jsonl", text.as_bytes());
+    let added = b.json(&["add", "--embed", "later", file.to_str().unwrap()]);
+    assert_eq!(
+        added["without_vector"].as_u64().unwrap() as usize,
+        lines.len()
+    );
+}
+
+#[test]
 fn a_bad_export_line_names_its_field_and_writes_nothing() {
     let a = populated();
     let mut lines = export_lines(&a, &["--tier", "l2"]);

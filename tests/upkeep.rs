@@ -1,8 +1,10 @@
 //! The background upkeep, end to end with the real binary and model: a write
 //! starts one worker that computes the missing vectors, folds the access log
 //! and applies the retention policy, then exits; a worker killed with SIGKILL
-//! at any moment loses nothing and the next one resumes; one worker at a
-//! time; a failing worker backs off; off means off.
+//! at any moment loses nothing and the next one resumes; a large backlog is
+//! drafted by the int8 model and the drafts replaced by the full model's
+//! vectors, even after a kill; one worker at a time; a failing worker backs
+//! off; off means off.
 
 mod common;
 
@@ -360,4 +362,123 @@ fn a_store_made_under_older_embedding_text_rules_is_brought_up_to_date() {
         with_vectors.as_u64().map(|n| n + 1)
     );
     store.cmd().arg("verify").assert().success();
+}
+
+/// The vector of each record, by id, as `export` writes it.
+fn vectors(store: &TestStore) -> Vec<(String, Vec<f64>)> {
+    let lines = store
+        .cmd()
+        .args(["export", "--tier", "l2"])
+        .output()
+        .unwrap();
+    assert!(lines.status.success());
+    let mut out: Vec<(String, Vec<f64>)> = String::from_utf8(lines.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            use base64::Engine;
+            assert!(v["vector"].get("draft").is_none(), "a draft left: {l}");
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(
+                    v["vector"]["f32le"]
+                        .as_str()
+                        .unwrap_or_else(|| panic!("no vector in {l}")),
+                )
+                .unwrap();
+            let vector = bytes
+                .chunks(4)
+                .map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+                .collect();
+            (v["id"].as_str().unwrap().to_string(), vector)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+#[test]
+fn a_large_backlog_is_drafted_first_and_the_drafts_replaced_even_after_a_kill() {
+    let store = TestStore::new();
+    let mut lines = String::new();
+    for i in 0..120 {
+        lines.push_str(&format!(
+            "{{\"id\":\"n{i}\",\"title\":\"note {i}\",\"text\":\"the deploy of service {i} failed until the cache key {i} was rotated\"}}\n"
+        ));
+    }
+    let input = store.write("notes.jsonl", lines.as_bytes());
+    store
+        .cmd()
+        .args(["add", "--embed", "later"])
+        .arg(&input)
+        .assert()
+        .success();
+    // Drafted from 50 records waiting, committed 16 at a time.
+    store.set_config(&[("embed_batch", "16"), ("draft_from", "50")]);
+    let before = contents(&store);
+    let bin = assert_cmd::cargo::cargo_bin("knowledge-db");
+    let mut worker = Command::new(&bin)
+        .arg("--store")
+        .arg(store.path())
+        .args(["upkeep", "--background"])
+        .env_remove("KNOWLEDGE_DB_HOME")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once every record has a vector, some of them drafts.
+    wait_until(Duration::from_secs(300), "every record drafted", || {
+        let stats = store.json(&["stats"]);
+        stats["vectors"]["without_vector"] == 0 && stats["vectors"]["drafts"].as_u64() > Some(0)
+    });
+    let _ = worker.kill(); // SIGKILL
+    let _ = worker.wait();
+    let stats = store.json(&["stats"]);
+    let drafts = stats["vectors"]["drafts"].as_u64().unwrap();
+    assert!(drafts > 0, "{stats}");
+    let text = store.cmd().arg("stats").output().unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains(&format!("({drafts} drafts by the int8 model")),
+        "stats says which vectors are drafts: {text}"
+    );
+    // Drafts are searched like any vector meanwhile.
+    let found = store.json(&[
+        "search",
+        "--mode",
+        "vector",
+        "rotating the cache key of a failed deploy",
+    ]);
+    assert!(
+        !found["results"].as_array().unwrap().is_empty(),
+        "drafts are searched: {found}"
+    );
+    assert_eq!(contents(&store), before, "a record changed");
+
+    // The next run makes every draft again with the full model.
+    let report = store.json(&["upkeep"]);
+    assert!(report["reembedded"].as_u64() > Some(0), "{report}");
+    let stats = store.json(&["stats"]);
+    assert_eq!(stats["vectors"]["drafts"], 0, "{stats}");
+    assert_eq!(stats["vectors"]["without_vector"], 0, "{stats}");
+    store.cmd().arg("verify").assert().success();
+    assert_eq!(contents(&store), before);
+
+    // The same vectors as a store embedded by the full model alone.
+    let reference = TestStore::new();
+    reference
+        .cmd()
+        .args(["add", "--embed", "now"])
+        .arg(&input)
+        .assert()
+        .success();
+    let (ours, theirs) = (vectors(&store), vectors(&reference));
+    assert_eq!(ours.len(), 120);
+    for ((id, a), (_, b)) in ours.iter().zip(&theirs) {
+        let cosine: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+        assert!(
+            cosine > 0.9999,
+            "{id}: cosine {cosine} to the full model's vector"
+        );
+    }
 }

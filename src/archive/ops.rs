@@ -225,7 +225,7 @@ fn archive_batch(
             Entry::new(
                 l2.record,
                 l2.hash,
-                l2.vector.text_hash,
+                archived_text_hash(&l2.vector),
                 l2.vector.embedding.as_deref(),
                 now,
             )
@@ -261,7 +261,7 @@ pub(crate) fn archive_as_given(
             let mut entry = Entry::new(
                 l2.record,
                 l2.hash,
-                l2.vector.text_hash,
+                archived_text_hash(&l2.vector),
                 l2.vector.embedding.as_deref(),
                 as_given.archived_at,
             );
@@ -544,6 +544,16 @@ pub fn restore(
     Ok(report)
 }
 
+/// The text hash an L2 vector is archived under: its own, but for a draft a
+/// hash no text has (its complement), so that a restore knows it for a draft.
+fn archived_text_hash(vector: &VectorField) -> u64 {
+    if vector.draft {
+        !vector.text_hash
+    } else {
+        vector.text_hash
+    }
+}
+
 /// The archived records' L2 versions with their vectors: the archived embedding,
 /// else (pruned records) one computed now if an embedder is given.
 fn l2_versions(
@@ -567,11 +577,17 @@ fn l2_versions(
         } else {
             need.push(out.len());
         }
+        // A vector not of the record's current text (a draft's, see
+        // `archived_text_hash`, or one older embedding-text rules made) comes
+        // back as a draft: searched, and made again by the upkeep.
+        let current = text_hash(&embedding_text(&record));
+        let draft = vector.is_some() && entry.text_hash != current;
         out.push((
             record,
             VectorField {
-                text_hash: entry.text_hash,
+                text_hash: if draft { current } else { entry.text_hash },
                 embedding: vector,
+                draft,
             },
         ));
     }

@@ -120,7 +120,8 @@ enum Command {
     /// Compute vectors for records stored without one (`add --embed later`, or
     /// added before the model was installed), and build missing HNSW graphs.
     #[command(
-        after_help = "Example:\n  knowledge-db add notes.jsonl --embed later && knowledge-db embed"
+        after_help = "Examples:\n  knowledge-db add notes.jsonl --embed later && knowledge-db embed\n  \
+                      knowledge-db embed --draft    # quick int8 drafts; `upkeep` makes them again"
     )]
     Embed(EmbedArgs),
 
@@ -450,6 +451,13 @@ struct EmbedArgs {
     /// Records embedded and committed at a time
     #[arg(long, default_value_t = 256)]
     batch: usize,
+
+    /// Embed with the int8 draft model (about twice as fast; cosine about 0.99
+    /// to the full model's vectors). Drafts are searched like any vector; the
+    /// upkeep worker, or `knowledge-db upkeep`, replaces them with the full
+    /// model's. The worker drafts by itself from `[upkeep] draft_from` records.
+    #[arg(long)]
+    draft: bool,
 
     /// Seconds to wait for another writer [default: from config.toml, 30]
     #[arg(long, value_name = "SECS")]
@@ -948,9 +956,20 @@ fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
 
 fn embed(root: &std::path::Path, args: EmbedArgs) -> anyhow::Result<ExitCode> {
     let store = Store::open(root)?;
-    let mut embedder = load_embedder(Workload::Batches).map_err(anyhow::Error::msg)?;
+    let mut embedder = if args.draft {
+        OnnxEmbedder::load_draft(&crate::embed::ModelLocation::locate())
+            .map(|e| Box::new(e) as Box<dyn Embedder>)
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "{e} (the draft model comes with `{}`)",
+                    crate::embed::SETUP_COMMAND
+                )
+            })?
+    } else {
+        load_embedder(Workload::Batches).map_err(anyhow::Error::msg)?
+    };
     let bar = output::progress_bar();
-    bar.set_message("embedding");
+    bar.set_message(if args.draft { "drafting" } else { "embedding" });
     let started = std::time::Instant::now();
     let done = store.embed_missing(
         embedder.as_mut(),
@@ -964,7 +983,13 @@ fn embed(root: &std::path::Path, args: EmbedArgs) -> anyhow::Result<ExitCode> {
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     if args.json {
-        output::print_json(&serde_json::json!({"embedded": done, "seconds": seconds}))?;
+        output::print_json(
+            &serde_json::json!({"embedded": done, "drafts": args.draft, "seconds": seconds}),
+        )?;
+    } else if args.draft {
+        println!(
+            "drafted {done} vectors in {seconds:.1}s; the upkeep replaces them with the full model's"
+        );
     } else {
         println!("embedded {done} records in {seconds:.1}s");
     }

@@ -260,15 +260,20 @@ pub fn print_stats(s: &Stats) {
         human_bytes(s.text_index_bytes),
         s.segments
     );
-    let rules = if s.vector_text_rules < crate::embed::text::RECIPE {
-        format!(
+    let mut rules = String::new();
+    if s.vectors.drafts > 0 {
+        rules.push_str(&format!(
+            " ({} drafts by the int8 model, searched meanwhile: the upkeep replaces them with the full model's)",
+            s.vectors.drafts
+        ));
+    }
+    if s.vector_text_rules < crate::embed::text::RECIPE {
+        rules.push_str(&format!(
             " (text rules {} of {}: the upkeep embeds the changed texts again)",
             s.vector_text_rules,
             crate::embed::text::RECIPE
-        )
-    } else {
-        String::new()
-    };
+        ));
+    }
     println!(
         "vectors         {} records{rules}, {} waiting for `embed`; {} on disk, {} of {} segments with an HNSW graph",
         s.vectors.with_vector,

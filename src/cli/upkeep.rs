@@ -62,6 +62,11 @@ pub(crate) fn run(root: &Path, args: UpkeepArgs) -> anyhow::Result<ExitCode> {
             .map(|e| Box::new(e) as Box<dyn crate::embed::Embedder>)
             .map_err(|e| e.to_string())
     };
+    let mut load_draft = || {
+        crate::embed::OnnxEmbedder::load_draft(&crate::embed::ModelLocation::locate())
+            .map(|e| Box::new(e) as Box<dyn crate::embed::Embedder>)
+            .map_err(|e| e.to_string())
+    };
     let mut progress = |step: &str, done: u64, total: u64| {
         bar.set_message(step.to_string());
         bar.set_length(total);
@@ -72,6 +77,7 @@ pub(crate) fn run(root: &Path, args: UpkeepArgs) -> anyhow::Result<ExitCode> {
         RunOptions {
             background: args.background,
             load_embedder: &mut load,
+            load_draft_embedder: &mut load_draft,
             progress: &mut progress,
         },
     );
@@ -90,7 +96,7 @@ pub(crate) fn run(root: &Path, args: UpkeepArgs) -> anyhow::Result<ExitCode> {
     } else {
         let reembedded = match report.reembedded {
             0 => String::new(),
-            n => format!(" ({n} more embedded again under the current text rules)"),
+            n => format!(" ({n} drafts or outdated vectors made again by the full model)"),
         };
         println!(
             "upkeep done in {:.1}s: {} vectors computed{reembedded}, {} access counts folded, {} archived, {} pruned{}; {} records still without a vector",
@@ -128,8 +134,8 @@ pub(crate) fn describe(status: &Status, vectors_waiting: u64) -> String {
     };
     if status.running && status.vectors_outdated > 0 {
         text.push_str(&format!(
-            "\n{} vectors made under older embedding-text rules wait to be made again \
-             (they are used meanwhile)",
+            "\n{} draft vectors (or vectors made under older embedding-text rules) wait \
+             to be made again by the full model (they are used meanwhile)",
             status.vectors_outdated
         ));
     }

@@ -79,8 +79,9 @@ impl IndexFields {
         );
         builder.add_u64_field("hash", NumericOptions::default().set_fast());
         builder.add_text_field("record", STORED);
-        // The embedding (little-endian f32) of `text_hash`'s text; `has_vector` finds
-        // records still waiting for one.
+        // The embedding (little-endian f32) of `text_hash`'s text; `has_vector`
+        // (see `has_vector`) finds records still waiting for one, or for the
+        // full model's.
         builder.add_bytes_field("embedding", STORED);
         let indexed_fast = NumericOptions::default().set_indexed().set_fast();
         builder.add_u64_field("text_hash", indexed_fast.clone());
@@ -157,9 +158,14 @@ impl IndexFields {
         match &vector.embedding {
             Some(v) => {
                 doc.add_bytes(self.embedding, &crate::vectors::encode(v));
-                doc.add_u64(self.has_vector, 1);
+                let kind = if vector.draft {
+                    has_vector::DRAFT
+                } else {
+                    has_vector::FULL
+                };
+                doc.add_u64(self.has_vector, kind);
             }
-            None => doc.add_u64(self.has_vector, 0),
+            None => doc.add_u64(self.has_vector, has_vector::NONE),
         }
         let json = serde_json::to_string(record).map_err(|e| Error::CorruptRecord {
             id: record.id.clone(),
@@ -229,6 +235,25 @@ pub fn rederive_fields(record: &mut Record) -> Result<()> {
 pub struct VectorField {
     pub text_hash: u64,
     pub embedding: Option<Vec<f32>>,
+    /// The vector is a draft (`crate::embed::Embedder::is_draft`), to be made
+    /// again by the full model.
+    pub draft: bool,
+}
+
+/// Values of the `has_vector` field: which vector a record carries.
+pub mod has_vector {
+    /// None yet: the upkeep embeds it.
+    pub const NONE: u64 = 0;
+    /// The full model's vector of its text (or, in a store whose rules are
+    /// outdated, of the text older rules chose).
+    pub const FULL: u64 = 1;
+    /// A draft vector, searched like any other until the full model's replaces it.
+    pub const DRAFT: u64 = 2;
+
+    /// Whether a `has_vector` value stands for a stored vector.
+    pub fn carries(value: Option<u64>) -> bool {
+        matches!(value, Some(FULL | DRAFT))
+    }
 }
 
 /// Registers the code analyzer with an index (tokenizers are not persisted).

@@ -421,25 +421,32 @@ impl Store {
         &self,
         searcher: &Searcher,
         records: &[(Record, u64)],
-        mut known: HashMap<u64, Vec<f32>>,
+        known: HashMap<u64, Vec<f32>>,
         embedder: Option<&mut dyn Embedder>,
         report: &mut AddReport,
     ) -> Result<Vec<VectorField>> {
         let texts: Vec<String> = records.iter().map(|(r, _)| embedding_text(r)).collect();
         let hashes: Vec<u64> = texts.iter().map(|t| text_hash(t)).collect();
-        known.retain(|_, v| v.len() == crate::embed::DIM);
+        // A draft embedder may reuse a draft; the full model only a full vector.
+        let accept_drafts = embedder.as_ref().is_some_and(|e| e.is_draft());
+        let mut found: HashMap<u64, (Vec<f32>, bool)> = known
+            .into_iter()
+            .filter(|(_, v)| v.len() == crate::embed::DIM)
+            .map(|(h, v)| (h, (v, false)))
+            .collect();
         for &hash in &hashes {
-            if let std::collections::hash_map::Entry::Vacant(slot) = known.entry(hash) {
-                if let Some(v) = self.stored_vector(searcher, hash)? {
-                    slot.insert(v);
+            if let std::collections::hash_map::Entry::Vacant(slot) = found.entry(hash) {
+                if let Some(stored) = self.stored_vector(searcher, hash, accept_drafts)? {
+                    slot.insert(stored);
                     report.vectors_reused += 1;
                 }
             }
         }
         if let Some(embedder) = embedder {
+            let draft = embedder.is_draft();
             let mut todo: Vec<(u64, &str)> = Vec::new();
             for (hash, text) in hashes.iter().zip(&texts) {
-                if !known.contains_key(hash) && !todo.iter().any(|(h, _)| h == hash) {
+                if !found.contains_key(hash) && !todo.iter().any(|(h, _)| h == hash) {
                     todo.push((*hash, text.as_str()));
                 }
             }
@@ -449,38 +456,56 @@ impl Store {
                     .embed(&batch)
                     .map_err(|e| Error::Usage(e.to_string()))?;
                 for ((hash, _), vector) in chunk.iter().zip(vectors) {
-                    known.insert(*hash, vector);
+                    found.insert(*hash, (vector, draft));
                 }
                 report.embedded += chunk.len();
             }
         }
         let fields: Vec<VectorField> = hashes
             .iter()
-            .map(|h| VectorField {
-                text_hash: *h,
-                embedding: known.get(h).cloned(),
+            .map(|h| {
+                let stored = found.get(h);
+                VectorField {
+                    text_hash: *h,
+                    embedding: stored.map(|(v, _)| v.clone()),
+                    draft: stored.is_some_and(|(_, draft)| *draft),
+                }
             })
             .collect();
         report.without_vector = fields.iter().filter(|f| f.embedding.is_none()).count();
         Ok(fields)
     }
 
-    /// The stored vector of any live record whose embedded text has this hash.
-    fn stored_vector(&self, searcher: &Searcher, hash: u64) -> Result<Option<Vec<f32>>> {
+    /// The stored vector of any live record whose embedded text has this hash,
+    /// and whether it is a draft; drafts only when `accept_drafts`.
+    fn stored_vector(
+        &self,
+        searcher: &Searcher,
+        hash: u64,
+        accept_drafts: bool,
+    ) -> Result<Option<(Vec<f32>, bool)>> {
+        use crate::index::has_vector::{DRAFT, FULL};
         let term = Term::from_field_u64(self.fields.text_hash, hash);
-        let with_vector = |segment: &tantivy::SegmentReader, doc| {
-            let has_vector = segment.fast_fields().u64("has_vector")?;
-            Ok(has_vector.first(doc) == Some(1))
+        let usable = |segment: &tantivy::SegmentReader, doc| {
+            let kind = segment.fast_fields().u64("has_vector")?.first(doc);
+            Ok(kind == Some(FULL) || (accept_drafts && kind == Some(DRAFT)))
         };
-        let Some(address) = first_live_doc(searcher, &term, with_vector)? else {
+        let Some(address) = first_live_doc(searcher, &term, usable)? else {
             return Ok(None);
         };
+        let draft = searcher
+            .segment_reader(address.segment_ord)
+            .fast_fields()
+            .u64("has_vector")?
+            .first(address.doc_id)
+            == Some(DRAFT);
         let stored: TantivyDocument = searcher.doc(address)?;
         use tantivy::schema::Value;
         Ok(stored
             .get_first(self.fields.embedding)
             .and_then(|v| v.as_bytes())
-            .and_then(|b| crate::vectors::decode(b, crate::embed::DIM)))
+            .and_then(|b| crate::vectors::decode(b, crate::embed::DIM))
+            .map(|v| (v, draft)))
     }
 
     /// How many live records wait for a vector, counted through the index's

@@ -464,6 +464,9 @@ fn write_and_swap(
             let vector = VectorField {
                 text_hash: text_hash(&embedding_text(&record)),
                 embedding: vector,
+                // Salvaged from stored documents, whose draft flag lives in
+                // the damaged index: counted as full.
+                draft: false,
             };
             writer.add_document(fields.document(&record, hash, &vector)?)?;
         }

@@ -1,26 +1,38 @@
-//! Embedding-text rules: which version of `crate::embed::text::embedding_text`
-//! made a store's vectors, and the background pass that brings them up to date.
+//! Vectors to make again: drafts, and vectors of texts older rules chose; the
+//! background pass that replaces both with the full model's.
 //!
-//! A vector is the embedding of a text chosen from its record. When the rules
-//! that choose it change (`crate::embed::text::RECIPE`), records whose text
-//! changed carry a vector of the old text: still a fair vector, so search keeps
-//! using it, but not what a new store would hold. The store names its rules in
-//! the `embedding-rules` file (written at creation; a store older than the file
-//! is at version 1), and [`Store::reembed_outdated`], run by the upkeep worker,
-//! embeds the changed texts again a batch per commit, then writes the current
-//! version. Records whose text did not change keep their vectors untouched.
+//! Two kinds of vector are fair stand-ins that search uses meanwhile, but not
+//! what a store ends up holding:
+//!
+//! - **Drafts** (`crate::index::has_vector::DRAFT`): a large backlog is first
+//!   embedded by the int8 copy of the model, about twice as fast (see
+//!   `crate::upkeep`), so that every record is searchable by meaning soon.
+//!   Restored archive records whose vector is not of their current text are
+//!   drafts too.
+//! - **Outdated**: a vector is the embedding of a text chosen from its record.
+//!   When the rules that choose it change (`crate::embed::text::RECIPE`),
+//!   records whose text changed carry a vector of the old text. The store names
+//!   its rules in the `embedding-rules` file (written at creation; a store older
+//!   than the file is at version 1).
+//!
+//! [`Store::reembed_outdated`], run by the upkeep worker, embeds both again
+//! with the full model a batch per commit, then writes the current rules
+//! version. Records whose vectors are current stay untouched.
 
 use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
-use tantivy::TantivyDocument;
+use tantivy::query::TermQuery;
+use tantivy::schema::IndexRecordOption;
+use tantivy::{TantivyDocument, Term};
 
 use super::lock::WriterLock;
 use super::{IdLookup, Store};
 use crate::embed::text::{embedding_text, text_hash};
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
+use crate::index::has_vector;
 
 /// The file naming the embedding-text rules of a store's vectors.
 const RULES_FILE: &str = "embedding-rules";
@@ -42,31 +54,48 @@ impl Store {
             .unwrap_or(1)
     }
 
-    /// Whether vectors made under older embedding-text rules may be waiting to
-    /// be made again (one small file read).
-    pub fn vectors_outdated(&self) -> bool {
-        self.embedding_rules() < crate::embed::text::RECIPE
+    /// How many live records carry a draft vector (an index count, no scan).
+    pub fn records_with_draft_vector(&self) -> Result<u64> {
+        let searcher = self.reader()?.searcher();
+        let drafts = TermQuery::new(
+            Term::from_field_u64(self.fields.has_vector, has_vector::DRAFT),
+            IndexRecordOption::Basic,
+        );
+        Ok(searcher.search(&drafts, &tantivy::collector::Count)? as u64)
     }
 
-    /// Ids of live records with a vector made from a text other than the one
-    /// the current rules embed for them (`crate::embed::text::embedding_text`).
-    /// Reads every stored record: for the upkeep, not for searches.
+    /// Whether vectors are waiting to be made again by the full model: drafts,
+    /// or vectors made under older embedding-text rules (one small file read
+    /// and an index count).
+    pub fn vectors_outdated(&self) -> Result<bool> {
+        Ok(self.embedding_rules() < crate::embed::text::RECIPE
+            || self.records_with_draft_vector()? > 0)
+    }
+
+    /// Ids of live records whose vector the full model should make again:
+    /// drafts, and (when the store's rules are older than the current ones)
+    /// vectors made from a text other than the one the current rules embed
+    /// (`crate::embed::text::embedding_text`). With old rules this reads every
+    /// stored record: for the upkeep, not for searches.
     pub fn records_with_outdated_vectors(&self) -> Result<Vec<String>> {
+        let rules_outdated = self.embedding_rules() < crate::embed::text::RECIPE;
         let searcher = self.reader()?.searcher();
         let mut outdated = Vec::new();
         for segment in searcher.segment_readers() {
-            let has_vector = segment.fast_fields().u64("has_vector")?;
+            let kinds = segment.fast_fields().u64("has_vector")?;
             let hashes = segment.fast_fields().u64("text_hash")?;
             let store = segment
                 .get_store_reader(64)
                 .map_err(|e| Error::io(self.root.join("text"), e))?;
             for doc in segment.doc_ids_alive() {
-                if has_vector.first(doc) != Some(1) {
+                let kind = kinds.first(doc);
+                let full = kind == Some(has_vector::FULL);
+                if !(kind == Some(has_vector::DRAFT) || (rules_outdated && full)) {
                     continue;
                 }
                 let stored: TantivyDocument = store.get(doc)?;
                 let record = self.fields.record(&stored)?;
-                if hashes.first(doc) != Some(text_hash(&embedding_text(&record))) {
+                if !full || hashes.first(doc) != Some(text_hash(&embedding_text(&record))) {
                     outdated.push(record.id);
                 }
             }
@@ -74,11 +103,13 @@ impl Store {
         Ok(outdated)
     }
 
-    /// Embeds again, `batch` records per commit, the texts whose vectors older
-    /// embedding-text rules made, then records that the store is current. Until
-    /// a record is done it keeps its old vector, so search never loses it; a
-    /// run that is stopped leaves the rules file as it was, and the next run
-    /// finds what is left. Returns how many records got a new vector.
+    /// Embeds again with `embedder` (the full model, never a draft one),
+    /// `batch` records per commit, the records of
+    /// [`Store::records_with_outdated_vectors`], then records that the store
+    /// is current. Until a record is done it keeps its old vector, so search
+    /// never loses it; a run that is stopped leaves the rules file as it was,
+    /// and the next run finds what is left. Returns how many records got a new
+    /// vector.
     pub fn reembed_outdated(
         &self,
         embedder: &mut dyn Embedder,
@@ -86,6 +117,11 @@ impl Store {
         lock_timeout: Duration,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<usize> {
+        if embedder.is_draft() {
+            return Err(Error::Usage(
+                "vectors are made again by the full model, not a draft one".into(),
+            ));
+        }
         let outdated = self.records_with_outdated_vectors()?;
         let total = outdated.len();
         progress(0, total);
@@ -145,6 +181,7 @@ mod tests {
         let vector = VectorField {
             text_hash: 42,
             embedding: old.into_iter().next(),
+            draft: false,
         };
         writer.delete_term(Term::from_field_text(store.fields.id, id));
         writer
@@ -182,7 +219,7 @@ mod tests {
 
         make_outdated(&store, "tool");
         assert_eq!(store.embedding_rules(), 1);
-        assert!(store.vectors_outdated());
+        assert!(store.vectors_outdated().expect("outdated"));
         assert_eq!(
             store.records_with_outdated_vectors().expect("scan"),
             ["tool"]
@@ -198,7 +235,7 @@ mod tests {
             .expect("re-embed");
         assert_eq!(done, 1);
         assert_eq!(seen.last(), Some(&(1, 1)));
-        assert!(!store.vectors_outdated());
+        assert!(!store.vectors_outdated().expect("outdated"));
         assert!(store
             .records_with_outdated_vectors()
             .expect("scan")
@@ -222,6 +259,77 @@ mod tests {
             .reembed_outdated(&mut embedder, 1, Duration::from_secs(5), &mut |_, _| {})
             .expect("again");
         assert_eq!(again, 0);
+    }
+
+    fn notes(n: usize) -> Vec<Record> {
+        (0..n)
+            .map(|i| {
+                record(serde_json::json!({
+                    "id": format!("n{i}"),
+                    "text": format!("the sync worker {i} retries with backoff"),
+                }))
+            })
+            .collect()
+    }
+
+    fn kind_of(store: &Store, id: &str) -> Option<u64> {
+        let searcher = store.reader().expect("reader").searcher();
+        let lookup = IdLookup::new(&searcher, &store.fields).expect("lookup");
+        let address = lookup.find(id).expect("find")?;
+        searcher
+            .segment_reader(address.segment_ord)
+            .fast_fields()
+            .u64("has_vector")
+            .expect("column")
+            .first(address.doc_id)
+    }
+
+    #[test]
+    fn drafts_are_searched_counted_and_made_again_by_the_full_model() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let store = Store::init(&dir.path().join("s")).expect("init");
+        let wait = Duration::from_secs(5);
+        store.add(notes(5), None, wait).expect("add");
+        let mut draft = HashEmbedder::draft(DIM);
+        let drafted = store
+            .embed_missing(&mut draft, 2, wait, &mut |_, _| {})
+            .expect("draft");
+        assert_eq!(drafted, 5);
+        assert_eq!(kind_of(&store, "n0"), Some(has_vector::DRAFT));
+        assert_eq!(store.records_without_vector().expect("count"), 0);
+        assert_eq!(store.records_with_draft_vector().expect("count"), 5);
+        let coverage =
+            crate::vectors::coverage(&store.reader().expect("reader").searcher()).expect("cov");
+        assert_eq!((coverage.with_vector, coverage.drafts), (5, 5));
+        // The rules are current: drafts alone make the vectors outdated.
+        assert_eq!(store.embedding_rules(), crate::embed::text::RECIPE);
+        assert!(store.vectors_outdated().expect("outdated"));
+        assert_eq!(
+            store.records_with_outdated_vectors().expect("scan").len(),
+            5
+        );
+
+        // A draft model never replaces drafts.
+        let refused = store.reembed_outdated(&mut draft, 2, wait, &mut |_, _| {});
+        assert!(matches!(refused, Err(Error::Usage(_))), "{refused:?}");
+        // A record written meanwhile with the text of a draft gets the full
+        // model's vector, not a copy of the draft.
+        let mut full = HashEmbedder::new(DIM);
+        let copy = record(serde_json::json!({
+            "id": "copy", "text": "the sync worker 0 retries with backoff",
+        }));
+        store.add(vec![copy], Some(&mut full), wait).expect("add");
+        assert_eq!(kind_of(&store, "copy"), Some(has_vector::FULL));
+
+        let done = store
+            .reembed_outdated(&mut full, 2, wait, &mut |_, _| {})
+            .expect("re-embed");
+        assert_eq!(done, 5);
+        assert_eq!(store.records_with_draft_vector().expect("count"), 0);
+        assert!(!store.vectors_outdated().expect("outdated"));
+        for i in 0..5 {
+            assert_eq!(kind_of(&store, &format!("n{i}")), Some(has_vector::FULL));
+        }
     }
 
     #[test]

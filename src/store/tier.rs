@@ -11,6 +11,7 @@ use tantivy::{Searcher, TantivyDocument, Term};
 use super::lock::WriterLock;
 use super::{IdLookup, Store};
 use crate::error::Result;
+use crate::index::has_vector;
 use crate::index::{record_hash, VectorField};
 use crate::record::Record;
 
@@ -82,6 +83,7 @@ impl Store {
         for (ord, segment) in searcher.segment_readers().iter().enumerate() {
             let hashes = segment.fast_fields().u64("hash")?;
             let text_hashes = segment.fast_fields().u64("text_hash")?;
+            let kinds = segment.fast_fields().u64("has_vector")?;
             for doc in segment.doc_ids_alive() {
                 let stored: TantivyDocument =
                     searcher.doc(tantivy::DocAddress::new(ord as u32, doc))?;
@@ -99,6 +101,7 @@ impl Store {
                     vector: VectorField {
                         text_hash: text_hashes.first(doc).unwrap_or(0),
                         embedding,
+                        draft: kinds.first(doc) == Some(has_vector::DRAFT),
                     },
                 })?;
             }
@@ -137,6 +140,11 @@ impl Store {
                         .get_first(self.fields.embedding)
                         .and_then(|v| v.as_bytes())
                         .and_then(|b| crate::vectors::decode(b, crate::embed::DIM)),
+                    draft: segment
+                        .fast_fields()
+                        .u64("has_vector")?
+                        .first(address.doc_id)
+                        == Some(has_vector::DRAFT),
                 },
             });
         }

@@ -239,7 +239,7 @@ fn records_and_embeddings(
                 Ok(record) => *ids.entry(record.id).or_default() += 1,
                 Err(e) => bad.push(e.to_string()),
             }
-            if has_vector.first(doc) == Some(1) {
+            if crate::index::has_vector::carries(has_vector.first(doc)) {
                 let size = stored
                     .get_first(fields.embedding)
                     .and_then(|v| v.as_bytes())

@@ -83,8 +83,11 @@ pub struct VectorIndex {
 /// How many live records have vectors, and how many still wait for one.
 #[derive(Debug, Clone, Copy, Default, serde::Serialize, PartialEq, Eq)]
 pub struct Coverage {
+    /// Records with a vector, drafts included.
     pub with_vector: u64,
     pub without_vector: u64,
+    /// Records whose vector is a draft (see `crate::index::has_vector::DRAFT`).
+    pub drafts: u64,
 }
 
 impl VectorIndex {
@@ -198,9 +201,9 @@ impl VectorIndex {
             .iter()
             .map(|address| {
                 let ord = address.segment_ord as usize;
-                let with_vector = has_vector
-                    .get(ord)
-                    .is_some_and(|column| column.first(address.doc_id) == Some(1));
+                let with_vector = has_vector.get(ord).is_some_and(|column| {
+                    crate::index::has_vector::carries(column.first(address.doc_id))
+                });
                 match self.segments.get(ord) {
                     Some(Some(vectors)) if with_vector => vectors.row(address.doc_id),
                     _ => None,
@@ -246,7 +249,7 @@ fn search_segment(
     k: usize,
 ) -> Result<Vec<(f32, DocId)>> {
     let has_vector = segment.fast_fields().u64("has_vector")?;
-    let with_vector = |doc: DocId| has_vector.first(doc) == Some(1);
+    let with_vector = |doc: DocId| crate::index::has_vector::carries(has_vector.first(doc));
     let rows = segment.max_doc() as usize;
     if let Some(graph) = &vectors.graph {
         let ef = graph::EF_SEARCH.max(k);
@@ -331,8 +334,10 @@ pub fn coverage(searcher: &Searcher) -> Result<Coverage> {
     for segment in searcher.segment_readers() {
         let has_vector = segment.fast_fields().u64("has_vector")?;
         for doc in segment.doc_ids_alive() {
-            if has_vector.first(doc) == Some(1) {
+            let value = has_vector.first(doc);
+            if crate::index::has_vector::carries(value) {
                 coverage.with_vector += 1;
+                coverage.drafts += u64::from(value == Some(crate::index::has_vector::DRAFT));
             } else {
                 coverage.without_vector += 1;
             }
@@ -391,7 +396,7 @@ fn ensure_graph(
     let has_vector = segment.fast_fields().u64("has_vector")?;
     let docs: Vec<DocId> = segment
         .doc_ids_alive()
-        .filter(|&doc| has_vector.first(doc) == Some(1))
+        .filter(|&doc| crate::index::has_vector::carries(has_vector.first(doc)))
         .collect();
     if docs.len() < min_rows as usize {
         return Ok(None);
@@ -459,7 +464,7 @@ pub fn verify(
         let has_vector = segment.fast_fields().u64("has_vector")?;
         let with_vectors = segment
             .doc_ids_alive()
-            .filter(|&d| has_vector.first(d) == Some(1))
+            .filter(|&d| crate::index::has_vector::carries(has_vector.first(d)))
             .count();
         if graph_path.exists() {
             graphs += 1;
