@@ -208,7 +208,7 @@ fn envelope(record: &Record, vector: Option<(u64, &[f32])>, archived: Option<&En
                 "model": crate::embed::MODEL_ID,
                 "text_hash": format!("{hash:016x}"),
                 "f32le": base64::engine::general_purpose::STANDARD
-                    .encode(crate::vectors::encode(vector)),
+                    .encode(crate::index::embedding_bytes(vector)),
             }),
         );
     }
@@ -395,7 +395,7 @@ fn exported_vector(value: &Value) -> std::result::Result<Option<(u64, Vec<f32>)>
         .and_then(Value::as_str)
         .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
         .ok_or("`f32le` must be base64 of little-endian f32s")?;
-    let vector = crate::vectors::decode(&bytes, crate::embed::DIM)
+    let vector = crate::index::embedding_from_bytes(&bytes, crate::embed::DIM)
         .ok_or(format!("`f32le` must hold {} numbers", crate::embed::DIM))?;
     Ok(Some((hash, vector)))
 }

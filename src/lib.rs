@@ -8,9 +8,10 @@
 //! error codes stay findable), scoped by namespace, session, kind, time and file.
 //!
 //! The rooms, as in `DESIGN.md`:
-//! - [`record`]: the data model and the input formats agents write;
+//! - [`record`]: the data model, the input formats agents write, and times;
 //! - [`store`]: the on-disk store, its config, writer lock and durability;
-//! - [`index`]: the tantivy schema and the tokenizer;
+//! - [`index`]: the tantivy schema (with the stored embedding's bytes) and the tokenizer;
+//! - [`check`]: a health check's answer, which each room's `verify` gives;
 //! - [`embed`]: local embeddings (all-MiniLM-L6-v2 on ONNX Runtime);
 //! - [`vectors`]: the vector side of search, aligned with the text index;
 //! - [`search`]: queries, filters, snippets, batch search;
@@ -56,6 +57,7 @@
 
 pub mod archive;
 pub mod bench;
+pub mod check;
 pub mod cli;
 pub mod context;
 pub mod embed;

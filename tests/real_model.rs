@@ -5,7 +5,8 @@
 mod common;
 
 use common::{samples, shared_eval, TestStore};
-use knowledge_db::embed::{dot, Embedder, ModelLocation, OnnxEmbedder, Workload};
+use knowledge_db::embed::{Embedder, ModelLocation, OnnxEmbedder, Workload};
+use knowledge_db::vectors::dot::dot;
 
 fn model() -> OnnxEmbedder {
     OnnxEmbedder::load(&ModelLocation::locate(), Workload::Batches)

@@ -87,7 +87,7 @@ impl Entry {
             hash,
             text_hash,
             embedding: vector.map(|v| {
-                base64::engine::general_purpose::STANDARD.encode(crate::vectors::encode(v))
+                base64::engine::general_purpose::STANDARD.encode(crate::index::embedding_bytes(v))
             }),
             archived_at: now,
             dropped: Vec::new(),
@@ -99,7 +99,7 @@ impl Entry {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(self.embedding.as_ref()?)
             .ok()?;
-        crate::vectors::decode(&bytes, crate::embed::DIM)
+        crate::index::embedding_from_bytes(&bytes, crate::embed::DIM)
     }
 
     fn to_line(&self) -> Result<Vec<u8>> {

@@ -14,9 +14,9 @@ use tantivy::Searcher;
 use super::l3::{locate, reindex_file, L3Index};
 use super::ops::recover;
 use super::Archive;
+use crate::check::Check;
 use crate::error::Result;
 use crate::store::lock::WriterLock;
-use crate::store::verify::Check;
 use crate::store::Store;
 
 /// The archive checks, against the L2 `searcher`.

@@ -337,7 +337,7 @@ fn export(
             .map_err(|e| Error::Usage(e.to_string()))?;
         let row = vector
             .first()
-            .map_or_else(|| vec![0u8; DIM * 4], |v| crate::vectors::encode(v));
+            .map_or_else(|| vec![0u8; DIM * 4], |v| crate::index::embedding_bytes(v));
         doc_vectors.write_all(&row).map_err(io)?;
     }
     let (mut out, mut query_vectors) = (create("queries.jsonl")?, create("query_vectors.f32")?);
@@ -354,7 +354,7 @@ fn export(
             let line = serde_json::json!({"text": text, "target": target});
             writeln!(out, "{line}").map_err(io)?;
             query_vectors
-                .write_all(&crate::vectors::encode(&v))
+                .write_all(&crate::index::embedding_bytes(&v))
                 .map_err(io)?;
         }
     }
@@ -747,7 +747,8 @@ fn append_to_cache<'v>(path: &Path, entries: impl Iterator<Item = (u64, &'v [f32
     }
     for (hash, v) in entries {
         out.write_all(&hash.to_le_bytes()).map_err(io)?;
-        out.write_all(&crate::vectors::encode(v)).map_err(io)?;
+        out.write_all(&crate::index::embedding_bytes(v))
+            .map_err(io)?;
     }
     out.flush().map_err(io)
 }
@@ -824,7 +825,7 @@ fn load_cache(path: &Path) -> Result<HashMap<u64, Vec<f32>>> {
     // A torn last entry (a run killed while saving) is ignored.
     while input.read_exact(&mut entry).is_ok() {
         let hash = u64::from_le_bytes(entry[..8].try_into().unwrap_or_default());
-        if let Some(v) = crate::vectors::decode(&entry[8..], DIM) {
+        if let Some(v) = crate::index::embedding_from_bytes(&entry[8..], DIM) {
             cache.insert(hash, v);
         }
     }

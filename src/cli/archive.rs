@@ -11,7 +11,7 @@ use crate::archive::ops::{self, RestoreWhat, Selection};
 use crate::archive::policy;
 use crate::error::Error;
 use crate::record::input::human_bytes;
-use crate::search::time::parse_duration_secs;
+use crate::record::time::parse_duration_secs;
 use crate::store::Store;
 
 fn parse_duration(text: &str) -> Result<i64, String> {

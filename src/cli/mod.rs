@@ -27,10 +27,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::embed::{Embedder, OnnxEmbedder, Workload};
 use crate::error::Error;
 use crate::eval::{evaluate, EvalOptions};
+use crate::record::time::parse_bound;
 use crate::record::{Kind, ParseOptions};
 use crate::search::batch::{read_queries, run_batch};
 use crate::search::fusion::Fusion;
-use crate::search::time::parse_bound;
 use crate::search::{Filters, Mode, RankOptions, SearchEngine, TierFilter};
 use crate::store::{default_root, Store};
 

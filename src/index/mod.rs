@@ -157,7 +157,7 @@ impl IndexFields {
         doc.add_u64(self.text_hash, vector.text_hash);
         match &vector.embedding {
             Some(v) => {
-                doc.add_bytes(self.embedding, &crate::vectors::encode(v));
+                doc.add_bytes(self.embedding, &embedding_bytes(v));
                 let kind = if vector.draft {
                     has_vector::DRAFT
                 } else {
@@ -228,6 +228,22 @@ pub fn rederive_fields(record: &mut Record) -> Result<()> {
         }
     })?;
     Ok(())
+}
+
+/// Little-endian bytes of a vector, as the `embedding` field stores it (and
+/// the vector files copy it).
+pub fn embedding_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The vector in `bytes`, if it has `dim` values.
+pub fn embedding_from_bytes(bytes: &[u8], dim: usize) -> Option<Vec<f32>> {
+    (bytes.len() == dim * 4).then(|| {
+        bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    })
 }
 
 /// The embedding part of a document: the hash of the embedded text and its vector.
@@ -370,5 +386,17 @@ impl ColumnCounts {
         for secs in other.oldest.into_iter().chain(other.newest) {
             self.include_time(secs);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedding_bytes_round_trip() {
+        let v = vec![0.5f32, -1.25, 3.0];
+        assert_eq!(embedding_from_bytes(&embedding_bytes(&v), 3), Some(v));
+        assert_eq!(embedding_from_bytes(&[0u8; 8], 3), None);
     }
 }

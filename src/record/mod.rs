@@ -10,6 +10,7 @@
 pub mod context;
 pub mod input;
 pub mod parse;
+pub mod time;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -13,7 +13,6 @@ pub mod dedup;
 pub mod fusion;
 pub mod neighbours;
 pub mod relevance;
-pub mod time;
 
 use std::ops::Bound;
 

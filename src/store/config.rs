@@ -93,7 +93,7 @@ impl Retention {
     /// The three durations in seconds, or which setting cannot be read.
     pub fn seconds(&self) -> std::result::Result<[i64; 3], String> {
         let read = |name: &str, text: &str| {
-            crate::search::time::parse_duration_secs(text).ok_or_else(|| {
+            crate::record::time::parse_duration_secs(text).ok_or_else(|| {
                 format!("retention.{name} = \"{text}\" is not a duration (e.g. 7d, 12h, 2w)")
             })
         };

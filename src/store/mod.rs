@@ -504,7 +504,7 @@ impl Store {
         Ok(stored
             .get_first(self.fields.embedding)
             .and_then(|v| v.as_bytes())
-            .and_then(|b| crate::vectors::decode(b, crate::embed::DIM))
+            .and_then(|b| crate::index::embedding_from_bytes(b, crate::embed::DIM))
             .map(|v| (v, draft)))
     }
 

@@ -305,7 +305,7 @@ fn read_segment(
                 let vector = stored
                     .get_first(fields.embedding)
                     .and_then(|v| v.as_bytes())
-                    .and_then(|b| crate::vectors::decode(b, crate::embed::DIM));
+                    .and_then(|b| crate::index::embedding_from_bytes(b, crate::embed::DIM));
                 out.push((doc, record, vector));
             }
             Err(e) => lost.push((segment.id.clone(), doc, e.to_string())),

@@ -94,7 +94,7 @@ impl Store {
                 let embedding = stored
                     .get_first(self.fields.embedding)
                     .and_then(|v| v.as_bytes())
-                    .and_then(|b| crate::vectors::decode(b, crate::embed::DIM));
+                    .and_then(|b| crate::index::embedding_from_bytes(b, crate::embed::DIM));
                 each(L2Record {
                     record,
                     hash: hashes.first(doc).unwrap_or(0),
@@ -139,7 +139,7 @@ impl Store {
                     embedding: stored
                         .get_first(self.fields.embedding)
                         .and_then(|v| v.as_bytes())
-                        .and_then(|b| crate::vectors::decode(b, crate::embed::DIM)),
+                        .and_then(|b| crate::index::embedding_from_bytes(b, crate::embed::DIM)),
                     draft: segment
                         .fast_fields()
                         .u64("has_vector")?

@@ -25,17 +25,7 @@ use super::rescue::{self, RescueReport};
 use super::Store;
 use crate::error::Result;
 
-/// One named check and what it found.
-#[derive(Debug, Clone, Serialize)]
-pub struct Check {
-    pub name: &'static str,
-    pub ok: bool,
-    /// What was checked, or what is wrong.
-    pub detail: String,
-    /// Damaged derived files `repair` would rebuild.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub rebuildable: Vec<PathBuf>,
-}
+pub use crate::check::Check;
 
 /// The result of `verify`.
 #[derive(Debug, Clone, Serialize)]

@@ -61,7 +61,7 @@ struct CosineDistance;
 
 impl Distance<f32> for CosineDistance {
     fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
-        (1.0 - crate::embed::dot(a, b)).max(0.0)
+        (1.0 - crate::vectors::dot::dot(a, b)).max(0.0)
     }
 }
 
@@ -441,7 +441,7 @@ mod tests {
             .iter()
             .enumerate()
             .filter(|(i, _)| keep(*i as u32))
-            .map(|(i, v)| (crate::embed::dot(q, v), i as u32))
+            .map(|(i, v)| (crate::vectors::dot::dot(q, v), i as u32))
             .collect();
         all.sort_by(|a, b| b.0.total_cmp(&a.0));
         all.into_iter().take(k).map(|(_, d)| d).collect()
@@ -465,7 +465,7 @@ mod tests {
         let queries = vectors(3100, 32).split_off(3000);
         let mut hits = 0;
         for q in &queries {
-            let sim = |d: u32| data.get(d as usize).map(|v| crate::embed::dot(q, v));
+            let sim = |d: u32| data.get(d as usize).map(|v| crate::vectors::dot::dot(q, v));
             let got: Vec<u32> = graph
                 .search(sim, |_| true, 64, usize::MAX)
                 .into_iter()
@@ -485,7 +485,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let graph = built(&data, dir.path());
         let q = &data[7];
-        let sim = |d: u32| data.get(d as usize).map(|v| crate::embed::dot(q, v));
+        let sim = |d: u32| data.get(d as usize).map(|v| crate::vectors::dot::dot(q, v));
         let keep = |d: u32| d % 10 == 3;
         let got = graph.search(sim, keep, 20, usize::MAX);
         assert!(got.len() >= 10);

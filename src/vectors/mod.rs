@@ -31,28 +31,13 @@ use tantivy::schema::Value;
 use tantivy::{DocAddress, DocId, Score, Searcher, SegmentOrdinal, SegmentReader, TantivyDocument};
 
 use crate::error::{Error, Result};
-use crate::index::IndexFields;
+use crate::index::{embedding_from_bytes as decode, IndexFields};
 use dot::dot_le;
 use graph::Graph;
 
 const MAGIC: &[u8; 4] = b"KDBV";
 const HEADER: usize = 16;
 const FORMAT: u32 = 1;
-
-/// Little-endian bytes of a vector, as stored in the text index.
-pub fn encode(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-/// The vector in `bytes`, if it has `dim` values.
-pub fn decode(bytes: &[u8], dim: usize) -> Option<Vec<f32>> {
-    (bytes.len() == dim * 4).then(|| {
-        bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect()
-    })
-}
 
 /// The vector rows of one segment, and its graph when it has one.
 struct SegmentVectors {
@@ -433,8 +418,8 @@ pub fn verify(
     searcher: &Searcher,
     dim: usize,
     graph_min_rows: u32,
-) -> Result<Vec<crate::store::verify::Check>> {
-    use crate::store::verify::Check;
+) -> Result<Vec<crate::check::Check>> {
+    use crate::check::Check;
     let dir = root.join("vectors");
     let fields = IndexFields::from_schema(&searcher.schema().clone())?;
     let (mut bad_files, mut mismatched_rows, mut missing) = (Vec::new(), 0u64, 0usize);
@@ -748,13 +733,6 @@ impl SegmentCollector for SegmentDocsCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn encode_decode_round_trip() {
-        let v = vec![0.5f32, -1.25, 3.0];
-        assert_eq!(decode(&encode(&v), 3), Some(v));
-        assert_eq!(decode(&[0u8; 8], 3), None);
-    }
 
     #[test]
     fn top_k_orders_and_cuts() {
