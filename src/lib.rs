@@ -17,6 +17,7 @@
 //! - [`search`]: queries, filters, snippets, batch search;
 //! - [`archive`]: the L3 tier: compressed archive, prune, retention, restore;
 //! - [`export`]: every record as a JSON line that `add` takes back unchanged;
+//! - [`load`]: adding files of records (or of export lines) as one all-or-nothing batch;
 //! - [`eval`]: BEIR evaluation, the yardstick for ranking changes;
 //! - [`bench`]: realistic corpora generated from real agent transcripts;
 //! - [`transcript`]: Claude Code, OpenClaw and generic transcripts in one message model;
@@ -66,6 +67,7 @@ pub mod eval;
 pub mod export;
 pub mod index;
 pub mod integrations;
+pub mod load;
 pub mod record;
 pub mod search;
 pub mod store;

@@ -39,11 +39,11 @@ use crate::embed::text::{embedding_text, text_hash};
 use crate::embed::{normalize, EmbedError, Embedder, OnnxEmbedder, Workload, DIM, MODEL_ID};
 use crate::error::{Error, Result};
 use crate::index::IndexFields;
+use crate::load::read_records;
 use crate::record::{ParseOptions, Record};
 use crate::search::batch::read_queries;
 use crate::search::fusion::Fusion;
 use crate::search::{Filters, Mode, RankOptions, SearchEngine};
-use crate::store::add::read_records;
 use crate::store::{dir_size, AddPhases, Store};
 
 /// Where the vectors of a run come from.

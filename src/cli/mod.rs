@@ -705,7 +705,7 @@ fn add(root: &std::path::Path, args: AddArgs) -> anyhow::Result<ExitCode> {
     let spinner = output::spinner("reading and indexing records");
     let mut stdin = std::io::stdin().lock();
     if args.dry_run {
-        let batch = crate::store::add::read_records(&store, &args.paths, &mut stdin, &options)?;
+        let batch = crate::load::read_records(&store, &args.paths, &mut stdin, &options)?;
         spinner.finish_and_clear();
         if args.json {
             output::print_json(&serde_json::json!({
@@ -739,7 +739,7 @@ fn add(root: &std::path::Path, args: AddArgs) -> anyhow::Result<ExitCode> {
     };
     // A segment a queue waits for moves its queue entry (see hooks::queue).
     let started = std::time::Instant::now();
-    let batch = crate::store::add::read_records(&store, &args.paths, &mut stdin, &options)?;
+    let batch = crate::load::read_records(&store, &args.paths, &mut stdin, &options)?;
     let outcome = crate::integrations::hooks::queue::add_and_settle(
         &store,
         batch,

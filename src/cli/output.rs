@@ -7,10 +7,10 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::eval::{EvalReport, Quality};
+use crate::load::AddSummary;
 use crate::record::input::human_bytes;
 use crate::record::Record;
 use crate::search::SearchResponse;
-use crate::store::add::AddSummary;
 use crate::store::Stats;
 
 pub fn print_json<T: Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {

@@ -31,11 +31,11 @@ use serde_json::Value;
 
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
+use crate::load::add_paths;
 use crate::record::ParseOptions;
 use crate::search::batch::{read_queries, run_batch, BatchQuery};
 use crate::search::fusion::Fusion;
 use crate::search::{Filters, Mode, RankOptions, SearchEngine};
-use crate::store::add::add_paths;
 use crate::store::Store;
 use crate::transcript::ingest::{ingest, IngestOptions};
 

@@ -313,7 +313,7 @@ impl MemoryService {
             return Err(Error::Input(InputErrors(problems)));
         }
         let mut embedder = self.embedder.clone();
-        let batch = crate::store::add::ReadBatch {
+        let batch = crate::load::ReadBatch {
             records,
             ..Default::default()
         };

@@ -12,9 +12,9 @@
 //! point leaves either the old commit or the new one, never a mix, and a write that
 //! returned success survives `kill -9` and power loss.
 
-pub mod add;
 pub mod browse;
 pub mod config;
+mod limits;
 pub mod lock;
 pub mod rescue;
 mod rules;
@@ -307,7 +307,7 @@ impl Store {
             clock = Instant::now();
             seconds
         };
-        add::check_record_sizes(&records, self.config.limits.max_record_bytes)?;
+        limits::check_record_sizes(&records, self.config.limits.max_record_bytes)?;
         let (records, duplicate_ids) = last_version_per_id(records);
         let mut report = AddReport {
             duplicate_ids,

@@ -32,8 +32,8 @@ use super::{read_json, write_json_atomically, HookFiles, HookSettings};
 use crate::context::tokens::estimate;
 use crate::embed::Embedder;
 use crate::error::Result;
+use crate::load::{add_batch, AddSummary, ReadBatch};
 use crate::record::{Kind, Record};
-use crate::store::add::{add_batch, AddSummary, ReadBatch};
 use crate::store::Store;
 
 /// A queued item: what to compress, and how big it is.

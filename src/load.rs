@@ -1,4 +1,6 @@
-//! Adding records from files: read, validate everything, then write once.
+//! Loading records from files into a store: read, validate everything, then
+//! write once. Files may hold records of any input format or lines of an
+//! export (see [`crate::export`]), which are restored as they were.
 //!
 //! A batch is all-or-nothing: every input is read and validated before anything
 //! is written, and if any record is bad the store is left exactly as it was and
@@ -11,12 +13,12 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::{AddReport, Store};
 use crate::embed::Embedder;
 use crate::error::{Error, InputErrors, Result};
 use crate::export::{is_export_line, parse_line, restore_imported, Imported};
 use crate::record::input::read_paths;
 use crate::record::{parse_record, ParseOptions, Record};
+use crate::store::{AddReport, Store};
 
 /// What `add` read and what it did.
 #[derive(Debug, Clone, Serialize)]
@@ -124,48 +126,4 @@ pub fn add_batch(
         skipped_files: batch.skipped_files,
         seconds: started.elapsed().as_secs_f64(),
     })
-}
-
-/// Refuses records whose JSON is over `limits.max_record_bytes`, whatever wrote
-/// them (files, transcripts, the MCP server): every writer goes through
-/// [`Store::add`], which calls this before anything is written.
-pub(crate) fn check_record_sizes(records: &[Record], limit: usize) -> Result<()> {
-    let mut errors = Vec::new();
-    for record in records {
-        let mut counter = ByteCounter(0);
-        // Writing into a counter cannot fail; a failure would mean no size.
-        if serde_json::to_writer(&mut counter, &record.source).is_err() {
-            continue;
-        }
-        if counter.0 > limit {
-            errors.push(crate::error::InputError::new(
-                &crate::error::Origin::file(format!("record `{}`", record.id)),
-                None,
-                format!(
-                    "record is {}, over the limit of {} (raise `limits.max_record_bytes` in the store's config.toml)",
-                    crate::record::input::human_bytes(counter.0 as u64),
-                    crate::record::input::human_bytes(limit as u64)
-                ),
-            ));
-        }
-    }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::Input(InputErrors(errors)))
-    }
-}
-
-/// Counts the bytes written to it.
-struct ByteCounter(usize);
-
-impl std::io::Write for ByteCounter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
