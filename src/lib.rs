@@ -11,6 +11,7 @@
 //! - [`record`]: the data model, the input formats agents write, and times;
 //! - [`store`]: the on-disk store, its config, writer lock and durability;
 //! - [`index`]: the tantivy schema (with the stored embedding's bytes) and the tokenizer;
+//! - [`files`]: small files replaced whole, atomically or durably;
 //! - [`check`]: a health check's answer, which each room's `verify` gives;
 //! - [`embed`]: local embeddings (all-MiniLM-L6-v2 on ONNX Runtime);
 //! - [`vectors`]: the vector side of search, aligned with the text index;
@@ -65,6 +66,7 @@ pub mod embed;
 pub mod error;
 pub mod eval;
 pub mod export;
+pub mod files;
 pub mod index;
 pub mod integrations;
 pub mod load;

@@ -125,12 +125,8 @@ impl Files {
         self.ensure()?;
         let path = self.status();
         let bytes = serde_json::to_vec_pretty(status).map_err(|e| Error::io(&path, e.into()))?;
-        let mut temp =
-            tempfile::NamedTempFile::new_in(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
-        use std::io::Write;
-        temp.write_all(&bytes).map_err(|e| Error::io(&path, e))?;
-        temp.persist(&path).map_err(|e| Error::io(&path, e.error))?;
-        Ok(())
+        // A report, rewritten by every step: not worth a disk wait.
+        crate::files::replace(&path, &bytes, crate::files::Durability::Atomic)
     }
 }
 

@@ -34,7 +34,7 @@ impl L3Index {
         if !dir.join("meta.json").exists() {
             std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
             Index::create_in_dir(&dir, IndexFields::schema())?;
-            crate::store::config::sync_dir(archive.dir())?;
+            crate::files::sync_dir(archive.dir())?;
         }
         Self::open_dir(&dir)
     }

@@ -38,9 +38,9 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::files::sync_dir;
 use crate::record::parse::{format_time, parse_time};
 use crate::record::Record;
-use crate::store::config::sync_dir;
 
 /// Folder of the archive inside a store.
 pub const ARCHIVE_DIR: &str = "archive";
@@ -503,7 +503,7 @@ pub fn l3_stats(store_root: &Path) -> Result<(TierStats, crate::index::ColumnCou
         raw += json;
         files_bytes += bytes;
     }
-    let index_bytes = crate::store::dir_size(&archive.dir().join("index"));
+    let index_bytes = crate::files::dir_size(&archive.dir().join("index"));
     let (mut records, mut counts) = (0u64, crate::index::ColumnCounts::default());
     if let Some(l3) = l3::L3Index::open_existing(&archive)? {
         let searcher = l3.reader()?.searcher();

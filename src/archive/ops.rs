@@ -170,8 +170,8 @@ pub(crate) fn archive_locked(
         }
         false
     })?;
-    let l2_bytes = crate::store::dir_size(&store.root().join("text"))
-        + crate::store::dir_size(&store.root().join("vectors"));
+    let l2_bytes = crate::files::dir_size(&store.root().join("text"))
+        + crate::files::dir_size(&store.root().join("vectors"));
     let mut report = ArchiveReport {
         dry_run,
         records: ids.len(),

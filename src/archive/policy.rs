@@ -56,13 +56,9 @@ fn read_state(store: &Store) -> Option<State> {
 
 fn write_state(store: &Store, state: &State) -> Result<()> {
     let path = state_path(store);
-    let dir = Archive::new(store.root()).dir().to_path_buf();
-    fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let bytes = serde_json::to_vec_pretty(state).map_err(|e| Error::io(&path, e.into()))?;
-    // Atomic replace; losing it only costs one full (correct) run.
-    let tmp = dir.join("maintain.json.tmp");
-    fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
-    fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))
+    // Losing it only costs one full (correct) run.
+    crate::files::replace(&path, &bytes, crate::files::Durability::Atomic)
 }
 
 fn policy(store: &Store) -> Result<[i64; 3]> {

@@ -546,14 +546,7 @@ fn extra_mcp_args(args: &[String]) -> Vec<String> {
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(dir, e))?;
-    temp.write_all(bytes).map_err(|e| Error::io(path, e))?;
-    temp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
-    temp.persist(path).map_err(|e| Error::io(path, e.error))?;
-    Ok(())
+    crate::files::replace(path, bytes, crate::files::Durability::Durable)
 }
 
 /// A unified diff of two texts (whole-file line LCS; config files are small),

@@ -152,13 +152,7 @@ fn inside(root: &Path, relative: &str) -> Option<PathBuf> {
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(dir, e))?;
-    temp.write_all(bytes).map_err(|e| Error::io(path, e))?;
-    temp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
-    temp.persist(path).map_err(|e| Error::io(path, e.error))?;
-    Ok(())
+    crate::files::replace(path, bytes, crate::files::Durability::Durable)
 }
 
 /// A piece of a markdown file: a section, or part of a long one.

@@ -4,7 +4,6 @@
 //! store written by an older release keeps working when a setting is added.
 
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -242,25 +241,10 @@ impl Config {
     }
 }
 
-/// Replaces the file at `path` with `bytes` so that a crash leaves the old
-/// file or the new one, never a mix, and the new one survives power loss once
-/// this returns: temp file in the same folder, fsync, rename, fsync the folder.
+/// Replaces the file at `path` with `bytes`, atomically and durably (see
+/// `crate::files`).
 pub fn write_durably(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(dir, e))?;
-    tmp.write_all(bytes).map_err(|e| Error::io(tmp.path(), e))?;
-    tmp.as_file()
-        .sync_all()
-        .map_err(|e| Error::io(tmp.path(), e))?;
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
-    sync_dir(dir)
-}
-
-/// fsyncs a folder so a rename inside it survives power loss.
-pub fn sync_dir(dir: &Path) -> Result<()> {
-    fs::File::open(dir)
-        .and_then(|f| f.sync_all())
-        .map_err(|e| Error::io(dir, e))
+    crate::files::replace(path, bytes, crate::files::Durability::Durable)
 }
 
 #[cfg(test)]

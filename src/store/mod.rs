@@ -807,19 +807,7 @@ pub fn get_record(searcher: &Searcher, fields: &IndexFields, id: &str) -> Result
 }
 
 /// Total size of the files under `dir`.
-pub fn dir_size(dir: &Path) -> u64 {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|entry| match entry.metadata() {
-            Ok(m) if m.is_dir() => dir_size(&entry.path()),
-            Ok(m) => m.len(),
-            Err(_) => 0,
-        })
-        .sum()
-}
+pub use crate::files::dir_size;
 
 /// Kinds as a list for messages.
 pub fn kind_names() -> String {

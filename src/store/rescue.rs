@@ -195,7 +195,7 @@ pub fn finish_interrupted_swap(root: &Path) -> Result<()> {
     let (text, fresh) = (root.join("text"), root.join("text.rebuild"));
     if !text.exists() && fresh.join("meta.json").exists() {
         fs::rename(&fresh, &text).map_err(|e| Error::io(&fresh, e))?;
-        super::config::sync_dir(root)?;
+        crate::files::sync_dir(root)?;
     }
     Ok(())
 }
@@ -473,16 +473,16 @@ fn write_and_swap(
         writer.commit()?;
         writer.wait_merging_threads()?;
     }
-    super::config::sync_dir(&building)?;
+    crate::files::sync_dir(&building)?;
     fs::rename(&building, &fresh).map_err(|e| Error::io(&building, e))?;
-    super::config::sync_dir(root)?;
+    crate::files::sync_dir(root)?;
     let text = root.join("text");
     let damaged = unused_damaged_name(root);
     if text.exists() {
         fs::rename(&text, &damaged).map_err(|e| Error::io(&text, e))?;
     }
     fs::rename(&fresh, &text).map_err(|e| Error::io(&fresh, e))?;
-    super::config::sync_dir(root)?;
+    crate::files::sync_dir(root)?;
     Ok(damaged)
 }
 

@@ -8,7 +8,6 @@
 //! that grew is read only from its last message on. The state is written after
 //! the records are committed, atomically (temp file, fsync, rename).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -518,16 +517,8 @@ fn next_state(t: &Transcript, bytes: &[u8]) -> IngestState {
 
 fn save_state(store: &Store, state: &IngestState) -> Result<()> {
     let path = state_path(store, &state.path);
-    let dir = store.root().join("ingest");
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let text = serde_json::to_vec_pretty(state).map_err(|e| Error::io(&path, e.into()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| Error::io(&dir, e))?;
-    tmp.write_all(&text).map_err(|e| Error::io(tmp.path(), e))?;
-    tmp.as_file()
-        .sync_all()
-        .map_err(|e| Error::io(tmp.path(), e))?;
-    tmp.persist(&path).map_err(|e| Error::io(&path, e.error))?;
-    crate::store::config::sync_dir(&dir)
+    crate::files::replace(&path, &text, crate::files::Durability::Durable)
 }
 
 #[cfg(test)]

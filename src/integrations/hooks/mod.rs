@@ -283,14 +283,8 @@ pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
 
 /// Writes JSON atomically and durably (temporary file, fsync, rename).
 pub(crate) fn write_json_atomically<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let bytes = serde_json::to_vec(value).map_err(|e| Error::io(path, std::io::Error::other(e)))?;
-    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(dir, e))?;
-    temp.write_all(&bytes).map_err(|e| Error::io(path, e))?;
-    temp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
-    temp.persist(path).map_err(|e| Error::io(path, e.error))?;
-    Ok(())
+    crate::files::replace(path, &bytes, crate::files::Durability::Durable)
 }
 
 /// Saves a session's state: atomically (temporary file, rename) but without
@@ -302,14 +296,9 @@ pub(crate) fn write_json_atomically<T: Serialize>(path: &Path, value: &T) -> Res
 /// without waiting for the disk.
 fn save_state(files: &HookFiles, session_id: &str, state: &SessionState) -> Result<()> {
     let path = files.state(session_id);
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let bytes =
         serde_json::to_vec(state).map_err(|e| Error::io(&path, std::io::Error::other(e)))?;
-    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(dir, e))?;
-    temp.write_all(&bytes).map_err(|e| Error::io(&path, e))?;
-    temp.persist(&path).map_err(|e| Error::io(&path, e.error))?;
-    Ok(())
+    crate::files::replace(&path, &bytes, crate::files::Durability::Atomic)
 }
 
 /// What reading the transcript's new bytes did.

@@ -1,0 +1,105 @@
+//! Files replaced whole: how every small file of a store is written.
+//!
+//! A reader must find the old file or the new one, never a mix, so a file is
+//! written beside its final name and renamed over it (a rename within a folder
+//! is atomic). Whether it must also survive a power cut decides the rest:
+//!
+//! - [`Durability::Durable`]: the temporary file is fsynced before the rename
+//!   and the folder after it. For what the store cannot rebuild (its config,
+//!   the embedding rules, ingest cursors, the hooks' queue, installed settings).
+//! - [`Durability::Atomic`]: rename only. For caches and reports rebuilt or
+//!   rewritten by the next call (a hook session's state, the upkeep's status,
+//!   the retention schedule), where an fsync would cost every call a disk wait.
+//!
+//! Large files streamed to disk (vector files, graphs, archive files, exports)
+//! follow the same steps with their own writers and [`sync_dir`].
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// How far a replaced file is guaranteed once [`replace`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Survives a crash and a power cut.
+    Durable,
+    /// Survives a crash of the process (old or new file, never a mix); a power
+    /// cut may leave the old one, or an empty one.
+    Atomic,
+}
+
+/// Replaces the file at `path` with `bytes` (creating its folder if needed):
+/// temporary file in the same folder, fsync when durable, rename, fsync of
+/// the folder when durable.
+pub fn replace(path: &Path, bytes: &[u8], durability: Durability) -> Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(dir, e))?;
+    tmp.write_all(bytes).map_err(|e| Error::io(tmp.path(), e))?;
+    if durability == Durability::Durable {
+        tmp.as_file()
+            .sync_all()
+            .map_err(|e| Error::io(tmp.path(), e))?;
+    }
+    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    if durability == Durability::Durable {
+        sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// fsyncs a folder so a rename inside it survives power loss.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    fs::File::open(dir)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| Error::io(dir, e))
+}
+
+/// Bytes of the files under `dir`, recursively (0 if it cannot be read).
+pub fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&entry.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replace_writes_whole_files_creates_folders_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a/b/state.json");
+        replace(&path, b"first", Durability::Durable).unwrap();
+        replace(&path, b"second, longer", Durability::Atomic).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"second, longer");
+        let names: Vec<_> = fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["state.json"]);
+        assert_eq!(dir_size(dir.path()), 14);
+    }
+
+    #[test]
+    fn a_file_in_a_folder_that_cannot_be_made_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocker = dir.path().join("file");
+        fs::write(&blocker, b"x").unwrap();
+        let err = replace(&blocker.join("state.json"), b"y", Durability::Durable).unwrap_err();
+        assert!(err.to_string().contains("file"), "{err}");
+    }
+}
