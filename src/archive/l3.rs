@@ -72,7 +72,7 @@ impl L3Index {
     /// first collects files left by a writer killed before its commit (a stale
     /// `<segment>.<opstamp>.del` would make the next delete fail).
     pub fn writer(&self) -> Result<IndexWriter> {
-        crate::store::clean_writer(&self.index, 1, WRITER_HEAP_BYTES)
+        crate::index::lookup::clean_writer(&self.index, 1, WRITER_HEAP_BYTES)
     }
 
     /// The searchable document of an archived record at `location`.
@@ -120,7 +120,7 @@ impl L3Index {
 
 /// Where the archived record with this id is, if the L3 index knows it.
 pub fn locate(searcher: &Searcher, fields: &IndexFields, id: &str) -> Result<Option<Location>> {
-    let lookup = crate::store::IdLookup::new(searcher, fields)?;
+    let lookup = crate::index::lookup::IdLookup::new(searcher, fields)?;
     let Some(address) = lookup.find(id)? else {
         return Ok(None);
     };

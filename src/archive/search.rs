@@ -92,7 +92,7 @@ pub fn search(
     }
     candidates.sort_by(|a, b| b.0.total_cmp(&a.0));
 
-    let lookup = crate::store::IdLookup::new(l2, fields)?;
+    let lookup = crate::index::lookup::IdLookup::new(l2, fields)?;
     let mut l2_snippets = SnippetGenerator::create(l2, &*text_query, fields.content)?;
     l2_snippets.set_max_num_chars(SNIPPET_CHARS);
     let mut l3_snippets = match &l3_searcher {

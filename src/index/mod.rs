@@ -8,6 +8,7 @@
 //! (untokenized) fields: `id`, `kind`, `namespace`, `session`, `tier`, plus the
 //! `timestamp` date. `hash` fingerprints a record version so re-adding it is a no-op.
 
+pub mod lookup;
 pub mod stem;
 pub mod tokenizer;
 

@@ -13,6 +13,8 @@
 //! returned success survives `kill -9` and power loss.
 
 pub mod browse;
+pub use crate::index::lookup::IdLookup;
+pub(crate) use crate::index::lookup::{clean_writer, first_live_doc};
 pub mod config;
 mod limits;
 pub mod lock;
@@ -689,25 +691,6 @@ impl Store {
     }
 }
 
-/// A writer on `index`, after removing files a killed writer left behind.
-///
-/// A writer killed between writing a segment's deletes file and committing
-/// leaves `<segment>.<opstamp>.del`; the next writer starts again from the
-/// committed opstamp, would write the same file name, and tantivy refuses to
-/// overwrite it (`FileAlreadyExists`), so every later commit deleting from that
-/// segment fails. Collecting garbage first removes such leftovers (files no
-/// commit refers to). The caller holds the writer lock, so no other writer's
-/// files are in flight.
-pub(crate) fn clean_writer(
-    index: &Index,
-    threads: usize,
-    heap_bytes: usize,
-) -> Result<IndexWriter> {
-    let writer = index.writer_with_num_threads(threads, heap_bytes)?;
-    writer.garbage_collect_files().wait()?;
-    Ok(writer)
-}
-
 /// Keeps the last record given for each id, in first-seen order.
 fn last_version_per_id(records: Vec<Record>) -> (Vec<Record>, Vec<String>) {
     let mut position: HashMap<String, usize> = HashMap::with_capacity(records.len());
@@ -728,70 +711,6 @@ fn last_version_per_id(records: Vec<Record>) -> (Vec<Record>, Vec<String>) {
     duplicates.sort();
     duplicates.dedup();
     (kept, duplicates)
-}
-
-/// Finds live documents by id through the term dictionary (no scoring, no scan).
-pub struct IdLookup<'a> {
-    searcher: &'a Searcher,
-    fields: &'a IndexFields,
-    hashes: Vec<tantivy::columnar::Column<u64>>,
-}
-
-impl<'a> IdLookup<'a> {
-    pub fn new(searcher: &'a Searcher, fields: &'a IndexFields) -> Result<Self> {
-        let hashes = searcher
-            .segment_readers()
-            .iter()
-            .map(|s| s.fast_fields().u64("hash"))
-            .collect::<tantivy::Result<Vec<_>>>()?;
-        Ok(IdLookup {
-            searcher,
-            fields,
-            hashes,
-        })
-    }
-
-    /// The (segment, doc) of the live document with this id.
-    pub fn find(&self, id: &str) -> Result<Option<tantivy::DocAddress>> {
-        let term = Term::from_field_text(self.fields.id, id);
-        first_live_doc(self.searcher, &term, |_, _| Ok(true))
-    }
-
-    /// The stored version hash of the live record with this id.
-    pub fn hash_of(&self, id: &str) -> Result<Option<u64>> {
-        Ok(self.find(id)?.map(|address| {
-            self.hashes[address.segment_ord as usize]
-                .first(address.doc_id)
-                .unwrap_or(0)
-        }))
-    }
-}
-
-/// The first live document containing `term` that `accept` takes, through the
-/// term dictionary (no scoring, no scan).
-fn first_live_doc(
-    searcher: &Searcher,
-    term: &Term,
-    accept: impl Fn(&tantivy::SegmentReader, tantivy::DocId) -> Result<bool>,
-) -> Result<Option<tantivy::DocAddress>> {
-    use tantivy::DocSet;
-    for (ord, segment) in searcher.segment_readers().iter().enumerate() {
-        let inverted = segment.inverted_index(term.field())?;
-        let postings = inverted
-            .read_postings(term, IndexRecordOption::Basic)
-            .map_err(|e| Error::io("text index", e))?;
-        let Some(mut postings) = postings else {
-            continue;
-        };
-        let mut doc = postings.doc();
-        while doc != tantivy::TERMINATED {
-            if !segment.is_deleted(doc) && accept(segment, doc)? {
-                return Ok(Some(tantivy::DocAddress::new(ord as u32, doc)));
-            }
-            doc = postings.advance();
-        }
-    }
-    Ok(None)
 }
 
 /// Reads one record by id from a searcher.
