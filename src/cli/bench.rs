@@ -8,23 +8,32 @@ use clap::Args;
 use super::output;
 use crate::bench::run::{AddTiming, RunOptions, RunReport, VectorPlan};
 
+/// What the benchmark corpus is generated from: `bench gen` and `bench run`
+/// take the same flags.
+#[derive(Debug, Args)]
+pub(crate) struct GeneratorArgs {
+    /// Folder of Claude Code transcripts the records are made from (*.jsonl,
+    /// *.jsonl.gz, searched recursively)
+    #[arg(long, value_name = "DIR")]
+    pub(crate) from: PathBuf,
+
+    /// Number of records to generate
+    #[arg(long, default_value_t = 10_000)]
+    pub(crate) records: usize,
+
+    /// Number of queries (with one judged answer each)
+    #[arg(long, default_value_t = 1_000)]
+    pub(crate) queries: usize,
+
+    /// Seed; the same seed gives the same corpus
+    #[arg(long, default_value_t = 42)]
+    pub(crate) seed: u64,
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
-    /// Folder of Claude Code transcripts the records are made from
-    #[arg(long, value_name = "DIR")]
-    from: PathBuf,
-
-    /// Number of records
-    #[arg(long, default_value_t = 10_000)]
-    records: usize,
-
-    /// Number of generated queries (one judged answer each)
-    #[arg(long, default_value_t = 1_000)]
-    queries: usize,
-
-    /// Seed of the generator
-    #[arg(long, default_value_t = 42)]
-    seed: u64,
+    #[command(flatten)]
+    corpus: GeneratorArgs,
 
     /// Where the corpus (reused between runs) and the stores are kept
     /// [default: $TMPDIR/knowledge-db-bench]
@@ -61,15 +70,15 @@ pub(crate) struct RunArgs {
 
 pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let options = RunOptions {
-        from: args.from.clone(),
-        records: args.records,
-        queries: args.queries,
-        seed: args.seed,
+        from: args.corpus.from.clone(),
+        records: args.corpus.records,
+        queries: args.corpus.queries,
+        seed: args.corpus.seed,
         work: args
             .work
             .clone()
             .unwrap_or_else(|| std::env::temp_dir().join("knowledge-db-bench")),
-        vectors: args.vectors.unwrap_or(if args.records > 100_000 {
+        vectors: args.vectors.unwrap_or(if args.corpus.records > 100_000 {
             VectorPlan::Sampled
         } else {
             VectorPlan::Real
