@@ -23,6 +23,8 @@
 //! - [`bench`]: realistic corpora generated from real agent transcripts;
 //! - [`transcript`]: Claude Code, OpenClaw and generic transcripts in one message model;
 //! - [`context`]: token counting, rolling eviction, tool-output truncation, priorities;
+//! - [`flows`]: what callers ask for end to end (evict), shared by the CLI,
+//!   MCP and the OpenClaw plugin;
 //! - [`upkeep`]: the background worker that computes missing vectors, folds
 //!   the access log, applies the retention policy and finishes interrupted
 //!   operations, started on demand by writers;
@@ -67,6 +69,7 @@ pub mod error;
 pub mod eval;
 pub mod export;
 pub mod files;
+pub mod flows;
 pub mod index;
 pub mod integrations;
 pub mod load;

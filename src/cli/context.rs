@@ -12,15 +12,17 @@ use serde_json::json;
 use super::ingest::{FormatArg, TranscriptStoreArgs};
 use super::output;
 use crate::context::budget::reported_prompt;
-use crate::context::evict::{EvictError, EvictOptions};
+use crate::context::evict::EvictError;
 use crate::context::live::live_context;
 use crate::context::priority::{pack_prompt, PriorityOptions};
-use crate::context::roll::{full_versions, roll_context, truncate_with_cost, TruncationSummary};
+use crate::context::roll::{full_versions, truncate_with_cost, TruncationSummary};
 use crate::context::tokens::Tokenizer;
 use crate::context::truncate::TruncateOptions;
 use crate::error::Error;
-use crate::store::{AddReport, Store};
-use crate::transcript::ingest::{message_id, not_stored_yet, transcript_records, Via};
+use crate::flows::evict::{
+    record_id_in, store_full, tokenizer_for, Destination, EvictFailure, EvictRequest, Evicted,
+};
+use crate::transcript::ingest::Via;
 use crate::transcript::{read_file, read_slice, Block, Message, ReadFrom, Role, Transcript};
 
 pub const TOKENS_HELP: &str = "\
@@ -223,10 +225,6 @@ fn read_transcript(path: &Path, format: FormatArg) -> anyhow::Result<Transcript>
 }
 
 /// The model the transcript's last assistant message names.
-fn transcript_model(t: &Transcript) -> Option<&str> {
-    t.messages.iter().rev().find_map(|m| m.model.as_deref())
-}
-
 pub fn tokens(args: TokensArgs) -> anyhow::Result<ExitCode> {
     let t = read_transcript(&args.file, args.format)?;
     let families = [Tokenizer::O200k, Tokenizer::Cl100k, Tokenizer::Estimate];
@@ -301,47 +299,6 @@ pub fn tokens(args: TokensArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The tokenizer for `model`, else the transcript's own model, else the estimate.
-fn tokenizer_for(model: Option<&str>, t: &Transcript) -> (Tokenizer, Option<String>) {
-    let model = model
-        .map(str::to_string)
-        .or_else(|| transcript_model(t).map(str::to_string));
-    let tokenizer = model
-        .as_deref()
-        .map(Tokenizer::for_model)
-        .unwrap_or(Tokenizer::Estimate);
-    (tokenizer, model)
-}
-
-/// The store id of a message of `t`.
-fn record_id_in(t: &Transcript) -> impl Fn(&Message) -> String + '_ {
-    move |m: &Message| message_id(m.session_id.as_deref().unwrap_or(&t.session_id), m)
-}
-
-/// Writes the full versions of dropped and truncated messages (one commit)
-/// unless this is a dry run; this happens before anything is printed.
-fn store_full(
-    root: &Path,
-    t: &Transcript,
-    to_store: &[(String, Message)],
-    common: &TranscriptStoreArgs,
-    via: Via,
-) -> anyhow::Result<Option<AddReport>> {
-    if common.dry_run || to_store.is_empty() {
-        return Ok(None);
-    }
-    let view = Transcript {
-        messages: to_store.iter().map(|(_, m)| m.clone()).collect(),
-        ..t.clone()
-    };
-    let store = Store::open(root)?;
-    let records = transcript_records(&view, &common.namespace, &crate::now_rfc3339(), via)?;
-    let records = not_stored_yet(&store, records)?;
-    let report = store.add(records, None, store.lock_timeout(common.lock_timeout))?;
-    super::after_write(&store, Some(report.without_vector as u64));
-    Ok(Some(report))
-}
-
 /// Prints messages as JSONL (the generic transcript format).
 fn print_messages(messages: &[Message]) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
@@ -363,33 +320,40 @@ fn usage_error(e: EvictError) -> anyhow::Error {
 
 pub fn evict(root: &Path, args: EvictArgs) -> anyhow::Result<ExitCode> {
     let t = read_transcript(&args.transcript, args.common.format)?;
-    let (tokenizer, model) = tokenizer_for(args.model.as_deref(), &t);
-    let live = live_context(t.messages.clone());
-    let cost = |m: &Message| tokenizer.message(m);
-    let reported = reported_prompt(&t.messages, &cost);
-    let options = EvictOptions {
+    let request = EvictRequest {
+        transcript: &t,
+        model: args.model.as_deref(),
         context_window: args.context_window,
         reserved_output: args.reserved_output,
         target: args.target,
         min_keep: args.min_keep,
-        overhead: args
-            .overhead
-            .or(reported.map(|r| r.overhead_tokens))
-            .unwrap_or(0),
+        overhead: args.overhead,
+        truncate: args.truncate.options(),
+        destination: (!args.common.dry_run).then(|| Destination {
+            root,
+            namespace: &args.common.namespace,
+            lock_timeout: args.common.lock_timeout,
+        }),
     };
-    let truncate = args.truncate.options();
-    let record_id = record_id_in(&t);
-    let started = std::time::Instant::now();
-    let rolled = roll_context(
-        live.messages,
-        &options,
-        truncate.as_ref(),
-        &cost,
-        &record_id,
-    )
-    .map_err(usage_error)?;
-    let evict_seconds = started.elapsed().as_secs_f64();
-    let stored = store_full(root, &t, &rolled.to_store, &args.common, Via::Evict)?;
+    let done = match crate::flows::evict::evict(request) {
+        Ok(done) => done,
+        Err(EvictFailure::Budget(e)) => return Err(usage_error(e)),
+        Err(EvictFailure::Store(e)) => return Err(e.into()),
+    };
+    if let Some(line) = &done.upkeep_warning {
+        eprintln!("{line}");
+    }
+    let Evicted {
+        tokenizer,
+        model,
+        compacted,
+        reported,
+        rolled,
+        evicted_ids: ids,
+        stored,
+        evict_seconds,
+        ..
+    } = done;
     let eviction = &rolled.eviction;
     // Before truncation too: the prompt as the transcript had it.
     let tokens_before = rolled
@@ -399,14 +363,13 @@ pub fn evict(root: &Path, args: EvictArgs) -> anyhow::Result<ExitCode> {
             s.tokens_before + eviction.overhead_tokens
         });
     if args.common.json {
-        let ids: Vec<String> = eviction.evicted.iter().map(&record_id).collect();
         output::print_json(&json!({
             "dry_run": args.common.dry_run,
             "tokenizer": tokenizer.as_str(),
             "model": model,
             "messages_before": t.messages.len(),
-            "compacted_messages": live.compacted,
-            "live_messages": t.messages.len() - live.compacted,
+            "compacted_messages": compacted,
+            "live_messages": t.messages.len() - compacted,
             "kept_count": eviction.kept.len(),
             "evicted_count": eviction.evicted.len(),
             "tokens_before": tokens_before,
@@ -445,13 +408,13 @@ pub fn evict(root: &Path, args: EvictArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "{} of {} live messages evicted ({} tokens; prompt {} -> {} of a {}-token budget{overhead}){truncated}{}{}",
             eviction.evicted.len(),
-            t.messages.len() - live.compacted,
+            t.messages.len() - compacted,
             eviction.tokens_evicted,
             eviction.tokens_before,
             eviction.tokens_after,
             eviction.max_input,
-            if live.compacted > 0 {
-                format!("; {} messages before the last compaction skipped", live.compacted)
+            if compacted > 0 {
+                format!("; {} messages before the last compaction skipped", compacted)
             } else {
                 String::new()
             },
@@ -516,7 +479,20 @@ pub fn pack(root: &Path, args: PackArgs) -> anyhow::Result<ExitCode> {
     let mut full = packed.cut.clone();
     full.extend(originals);
     let to_store = full_versions(&dropped, &packed.kept, full, &record_id);
-    let stored = store_full(root, &t, &to_store, &args.common, Via::Pack)?;
+    let stored = if args.common.dry_run {
+        None
+    } else {
+        let destination = Destination {
+            root,
+            namespace: &args.common.namespace,
+            lock_timeout: args.common.lock_timeout,
+        };
+        let (stored, warning) = store_full(&destination, &t, &to_store, Via::Pack)?;
+        if let Some(line) = warning {
+            eprintln!("{line}");
+        }
+        stored
+    };
     let mut by_priority: BTreeMap<&str, usize> = BTreeMap::new();
     for (p, _) in &packed.dropped {
         *by_priority.entry(p.as_str()).or_default() += 1;
