@@ -357,16 +357,21 @@ fn a_torn_last_frame_is_ignored_and_the_next_archive_cuts_it() {
     );
 }
 
-#[test]
-fn restore_gives_back_the_archived_vector_without_re_embedding() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::init(&dir.path().join("s")).unwrap();
-    let records: Vec<_> = (0..20)
+/// `n` notes from June 2025 (old enough for `older_than` one day).
+fn caching_notes(n: usize) -> Vec<knowledge_db::record::Record> {
+    (0..n)
         .map(|i| {
             let value = json!({"id": format!("n{i}"), "text": format!("note {i} about caching"), "timestamp": "2025-06-01T00:00:00Z"});
             parse_record(value, &Origin::file("t"), &ParseOptions::default()).unwrap()
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn restore_gives_back_the_archived_vector_without_re_embedding() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::init(&dir.path().join("s")).unwrap();
+    let records = caching_notes(20);
     let mut embedder = HashEmbedder::new(DIM);
     store
         .add(
@@ -406,12 +411,7 @@ fn restore_gives_back_the_archived_vector_without_re_embedding() {
 fn a_draft_vector_comes_back_from_the_archive_as_a_draft() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::init(&dir.path().join("s")).unwrap();
-    let records: Vec<_> = (0..6)
-        .map(|i| {
-            let value = json!({"id": format!("n{i}"), "text": format!("note {i} about caching"), "timestamp": "2025-06-01T00:00:00Z"});
-            parse_record(value, &Origin::file("t"), &ParseOptions::default()).unwrap()
-        })
-        .collect();
+    let records = caching_notes(6);
     let wait = Duration::from_secs(5);
     store.add(records, None, wait).unwrap();
     // Half drafted, half embedded by the full model.

@@ -60,6 +60,40 @@ fn contents(store: &TestStore) -> Vec<(String, Value)> {
     out
 }
 
+/// Adds `n` notes without vectors (`add --embed later`), each text made by `text`.
+fn add_notes_later(
+    store: &TestStore,
+    n: usize,
+    text: impl Fn(usize) -> String,
+) -> std::path::PathBuf {
+    let mut lines = String::new();
+    for i in 0..n {
+        let note = serde_json::json!({"id": format!("n{i}"), "title": format!("note {i}"), "text": text(i)});
+        lines.push_str(&format!("{note}\n"));
+    }
+    let input = store.write("notes.jsonl", lines.as_bytes());
+    store
+        .cmd()
+        .args(["add", "--embed", "later"])
+        .arg(&input)
+        .assert()
+        .success();
+    input
+}
+
+/// A worker started as a write starts one (`upkeep --background`), not waited for.
+fn spawn_worker(store: &TestStore) -> std::process::Child {
+    Command::new(assert_cmd::cargo::cargo_bin("knowledge-db"))
+        .arg("--store")
+        .arg(store.path())
+        .args(["upkeep", "--background"])
+        .env_remove("KNOWLEDGE_DB_HOME")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn a_write_starts_one_worker_that_computes_the_vectors_and_exits() {
     let store = TestStore::new();
@@ -128,22 +162,11 @@ fn reads_are_folded_and_the_policy_applied_without_cron() {
 fn a_worker_killed_at_any_moment_loses_nothing_and_the_next_resumes() {
     let store = TestStore::new();
     // Enough records that kills land while batches are embedded and committed.
-    let mut lines = String::new();
-    for i in 0..300 {
-        lines.push_str(&format!(
-            "{{\"id\":\"n{i}\",\"title\":\"note {i}\",\"text\":\"retry the sync worker {i} with backoff; cache key {i} expired\"}}\n"
-        ));
-    }
-    let input = store.write("notes.jsonl", lines.as_bytes());
-    store
-        .cmd()
-        .args(["add", "--embed", "later"])
-        .arg(&input)
-        .assert()
-        .success();
+    add_notes_later(&store, 300, |i| {
+        format!("retry the sync worker {i} with backoff; cache key {i} expired")
+    });
     store.set_config(&[("embed_batch", "32")]);
     let before = contents(&store);
-    let bin = assert_cmd::cargo::cargo_bin("knowledge-db");
     let rounds: u64 = std::env::var("KNOWLEDGE_DB_CRASH_ROUNDS")
         .ok()
         .and_then(|r| r.parse().ok())
@@ -155,15 +178,7 @@ fn a_worker_killed_at_any_moment_loses_nothing_and_the_next_resumes() {
         if waiting == 0 {
             break;
         }
-        let mut worker = Command::new(&bin)
-            .arg("--store")
-            .arg(store.path())
-            .args(["upkeep", "--background"])
-            .env_remove("KNOWLEDGE_DB_HOME")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut worker = spawn_worker(&store);
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
@@ -400,32 +415,13 @@ fn vectors(store: &TestStore) -> Vec<(String, Vec<f64>)> {
 #[test]
 fn a_large_backlog_is_drafted_first_and_the_drafts_replaced_even_after_a_kill() {
     let store = TestStore::new();
-    let mut lines = String::new();
-    for i in 0..120 {
-        lines.push_str(&format!(
-            "{{\"id\":\"n{i}\",\"title\":\"note {i}\",\"text\":\"the deploy of service {i} failed until the cache key {i} was rotated\"}}\n"
-        ));
-    }
-    let input = store.write("notes.jsonl", lines.as_bytes());
-    store
-        .cmd()
-        .args(["add", "--embed", "later"])
-        .arg(&input)
-        .assert()
-        .success();
+    let input = add_notes_later(&store, 120, |i| {
+        format!("the deploy of service {i} failed until the cache key {i} was rotated")
+    });
     // Drafted from 50 records waiting, committed 16 at a time.
     store.set_config(&[("embed_batch", "16"), ("draft_from", "50")]);
     let before = contents(&store);
-    let bin = assert_cmd::cargo::cargo_bin("knowledge-db");
-    let mut worker = Command::new(&bin)
-        .arg("--store")
-        .arg(store.path())
-        .args(["upkeep", "--background"])
-        .env_remove("KNOWLEDGE_DB_HOME")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut worker = spawn_worker(&store);
     // Killed once every record has a vector, some of them drafts.
     wait_until(Duration::from_secs(300), "every record drafted", || {
         let stats = store.json(&["stats"]);
