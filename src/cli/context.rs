@@ -1,7 +1,7 @@
-//! `knowledge-db tokens` and `knowledge-db evict`: token counts and rolling eviction.
+//! `knowledge-db tokens`, and the flags of `evict` and `pack` (their handlers
+//! are in `roll.rs`): token counts and rolling eviction.
 
-use std::collections::BTreeMap;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -12,18 +12,10 @@ use serde_json::json;
 use super::ingest::{FormatArg, TranscriptStoreArgs};
 use super::output;
 use crate::context::budget::reported_prompt;
-use crate::context::evict::EvictError;
-use crate::context::live::live_context;
-use crate::context::priority::{pack_prompt, PriorityOptions};
-use crate::context::roll::{full_versions, truncate_with_cost, TruncationSummary};
 use crate::context::tokens::Tokenizer;
 use crate::context::truncate::TruncateOptions;
-use crate::error::Error;
-use crate::flows::evict::{
-    record_id_in, store_full, tokenizer_for, Destination, EvictFailure, EvictRequest, Evicted,
-};
-use crate::transcript::ingest::Via;
-use crate::transcript::{read_file, read_slice, Block, Message, ReadFrom, Role, Transcript};
+use crate::flows::evict::tokenizer_for;
+use crate::transcript::{read_file, read_slice, ReadFrom, Transcript};
 
 pub const TOKENS_HELP: &str = "\
 Examples:
@@ -87,15 +79,15 @@ over budget, the command fails with the numbers and writes nothing.";
 pub struct TokensArgs {
     /// Transcript file, or - for stdin
     #[arg(value_name = "FILE")]
-    file: PathBuf,
+    pub(super) file: PathBuf,
 
     /// Transcript format
     #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
-    format: FormatArg,
+    pub(super) format: FormatArg,
 
     /// Print JSON instead of text
     #[arg(long)]
-    json: bool,
+    pub(super) json: bool,
 }
 
 /// When tool outputs become placeholders (shared by `evict` and `pack`).
@@ -103,7 +95,7 @@ pub struct TokensArgs {
 pub struct TruncateArgs {
     /// Replace old or long tool outputs by placeholders first (full outputs go to the store)
     #[arg(long)]
-    truncate_tools: bool,
+    pub(super) truncate_tools: bool,
 
     /// With --truncate-tools: outputs older than this many tool-calling steps are replaced
     #[arg(
@@ -112,7 +104,7 @@ pub struct TruncateArgs {
         default_value_t = 5,
         requires = "truncate_tools"
     )]
-    tool_steps: usize,
+    pub(super) tool_steps: usize,
 
     /// With --truncate-tools: outputs longer than this many tokens are replaced
     #[arg(
@@ -121,11 +113,11 @@ pub struct TruncateArgs {
         default_value_t = 2000,
         requires = "truncate_tools"
     )]
-    tool_max_tokens: usize,
+    pub(super) tool_max_tokens: usize,
 }
 
 impl TruncateArgs {
-    fn options(&self) -> Option<TruncateOptions> {
+    pub(super) fn options(&self) -> Option<TruncateOptions> {
         self.truncate_tools.then_some(TruncateOptions {
             max_age_steps: self.tool_steps,
             max_tokens: self.tool_max_tokens,
@@ -137,78 +129,78 @@ impl TruncateArgs {
 pub struct EvictArgs {
     /// Transcript to evict from (Claude Code, OpenClaw or generic JSONL; - for stdin)
     #[arg(long, value_name = "FILE")]
-    transcript: PathBuf,
+    pub(super) transcript: PathBuf,
 
     /// Context window of the model, in tokens
     #[arg(long, value_name = "N")]
-    context_window: usize,
+    pub(super) context_window: usize,
 
     /// Tokens kept free for the model's answer
     #[arg(long, value_name = "N", default_value_t = 0)]
-    reserved_output: usize,
+    pub(super) reserved_output: usize,
 
     /// Fraction of (window - reserved output) to get down to
     #[arg(long, default_value_t = 0.8)]
-    target: f64,
+    pub(super) target: f64,
 
     /// Recent messages always kept
     #[arg(long, value_name = "N", default_value_t = 10)]
-    min_keep: usize,
+    pub(super) min_keep: usize,
 
     /// Model whose tokenizer counts [default: the transcript's own model]
     #[arg(long, value_name = "M")]
-    model: Option<String>,
+    pub(super) model: Option<String>,
 
     /// Tokens the prompt takes besides the messages (system prompt, tool
     /// definitions) [default: measured from the transcript's usage figures, else 0]
     #[arg(long, value_name = "N")]
-    overhead: Option<usize>,
+    pub(super) overhead: Option<usize>,
 
     #[command(flatten)]
-    truncate: TruncateArgs,
+    pub(super) truncate: TruncateArgs,
 
     #[command(flatten)]
-    common: TranscriptStoreArgs,
+    pub(super) common: TranscriptStoreArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct PackArgs {
     /// Transcript whose live context is packed (Claude Code, OpenClaw or generic JSONL; - for stdin)
     #[arg(long, value_name = "FILE")]
-    transcript: PathBuf,
+    pub(super) transcript: PathBuf,
 
     /// Tokens the whole prompt may take
     #[arg(long, value_name = "N")]
-    budget: usize,
+    pub(super) budget: usize,
 
     /// A system prompt to put first (never dropped)
     #[arg(long, value_name = "FILE")]
-    system: Option<PathBuf>,
+    pub(super) system: Option<PathBuf>,
 
     /// Agent instructions to put after the system prompt (CLAUDE.md, AGENTS.md, a skill); repeatable
     #[arg(long, value_name = "FILE")]
-    instructions: Vec<PathBuf>,
+    pub(super) instructions: Vec<PathBuf>,
 
     /// User prompts (turns) that count as recent
     #[arg(long, value_name = "N", default_value_t = 3)]
-    recent_turns: u64,
+    pub(super) recent_turns: u64,
 
     /// Tool-calling steps whose calls and results count as recent (older ones are stale)
     #[arg(long, value_name = "N", default_value_t = 5)]
-    recent_tool_steps: usize,
+    pub(super) recent_tool_steps: usize,
 
     /// Model whose tokenizer counts [default: the transcript's own model]
     #[arg(long, value_name = "M")]
-    model: Option<String>,
+    pub(super) model: Option<String>,
 
     #[command(flatten)]
-    truncate: TruncateArgs,
+    pub(super) truncate: TruncateArgs,
 
     #[command(flatten)]
-    common: TranscriptStoreArgs,
+    pub(super) common: TranscriptStoreArgs,
 }
 
-fn read_transcript(path: &Path, format: FormatArg) -> anyhow::Result<Transcript> {
+pub(super) fn read_transcript(path: &Path, format: FormatArg) -> anyhow::Result<Transcript> {
     if path.as_os_str() == "-" {
         let mut bytes = Vec::new();
         std::io::stdin()
@@ -224,7 +216,7 @@ fn read_transcript(path: &Path, format: FormatArg) -> anyhow::Result<Transcript>
     Ok(read_file(path, format.format(), ReadFrom::default())?)
 }
 
-/// The model the transcript's last assistant message names.
+/// `knowledge-db tokens`: what each message costs under each tokenizer family.
 pub fn tokens(args: TokensArgs) -> anyhow::Result<ExitCode> {
     let t = read_transcript(&args.file, args.format)?;
     let families = [Tokenizer::O200k, Tokenizer::Cl100k, Tokenizer::Estimate];
@@ -296,248 +288,5 @@ pub fn tokens(args: TokensArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     out.flush()?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Prints messages as JSONL (the generic transcript format).
-fn print_messages(messages: &[Message]) -> anyhow::Result<()> {
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    for m in messages {
-        serde_json::to_writer(&mut out, m)?;
-        out.write_all(b"\n")?;
-    }
-    out.flush()?;
-    Ok(())
-}
-
-fn usage_error(e: EvictError) -> anyhow::Error {
-    match e {
-        EvictError::Options(m) => anyhow::Error::new(Error::Usage(m)),
-        other => anyhow::Error::new(other),
-    }
-}
-
-pub fn evict(root: &Path, args: EvictArgs) -> anyhow::Result<ExitCode> {
-    let t = read_transcript(&args.transcript, args.common.format)?;
-    let request = EvictRequest {
-        transcript: &t,
-        model: args.model.as_deref(),
-        context_window: args.context_window,
-        reserved_output: args.reserved_output,
-        target: args.target,
-        min_keep: args.min_keep,
-        overhead: args.overhead,
-        truncate: args.truncate.options(),
-        destination: (!args.common.dry_run).then(|| Destination {
-            root,
-            namespace: &args.common.namespace,
-            lock_timeout: args.common.lock_timeout,
-        }),
-    };
-    let done = match crate::flows::evict::evict(request) {
-        Ok(done) => done,
-        Err(EvictFailure::Budget(e)) => return Err(usage_error(e)),
-        Err(EvictFailure::Store(e)) => return Err(e.into()),
-    };
-    if let Some(line) = &done.upkeep_warning {
-        eprintln!("{line}");
-    }
-    let Evicted {
-        tokenizer,
-        model,
-        compacted,
-        reported,
-        rolled,
-        evicted_ids: ids,
-        stored,
-        evict_seconds,
-        ..
-    } = done;
-    let eviction = &rolled.eviction;
-    // Before truncation too: the prompt as the transcript had it.
-    let tokens_before = rolled
-        .truncation
-        .as_ref()
-        .map_or(eviction.tokens_before, |s| {
-            s.tokens_before + eviction.overhead_tokens
-        });
-    if args.common.json {
-        output::print_json(&json!({
-            "dry_run": args.common.dry_run,
-            "tokenizer": tokenizer.as_str(),
-            "model": model,
-            "messages_before": t.messages.len(),
-            "compacted_messages": compacted,
-            "live_messages": t.messages.len() - compacted,
-            "kept_count": eviction.kept.len(),
-            "evicted_count": eviction.evicted.len(),
-            "tokens_before": tokens_before,
-            "tokens_after": eviction.tokens_after,
-            "tokens_evicted": eviction.tokens_evicted,
-            "tokens_saved": tokens_before.saturating_sub(eviction.tokens_after),
-            "overhead_tokens": eviction.overhead_tokens,
-            "reported_prompt": reported,
-            "truncation": rolled.truncation,
-            "max_input": eviction.max_input,
-            "target_tokens": eviction.target_tokens,
-            "target_met": eviction.target_met,
-            "first_evicted": eviction.first_evicted,
-            "last_evicted": eviction.last_evicted,
-            "note": eviction.note,
-            "evicted_ids": ids,
-            "stored": stored,
-            "evict_seconds": evict_seconds,
-            "kept": eviction.kept,
-        }))?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    print_messages(&eviction.kept)?;
-    if std::io::stderr().is_terminal() {
-        let truncated = match &rolled.truncation {
-            Some(s) => format!(
-                "; {} tool outputs truncated ({} -> {} tokens)",
-                s.outputs_truncated, s.tokens_before, s.tokens_after
-            ),
-            None => String::new(),
-        };
-        let overhead = match eviction.overhead_tokens {
-            0 => String::new(),
-            n => format!(", {n} of them outside the messages"),
-        };
-        eprintln!(
-            "{} of {} live messages evicted ({} tokens; prompt {} -> {} of a {}-token budget{overhead}){truncated}{}{}",
-            eviction.evicted.len(),
-            t.messages.len() - compacted,
-            eviction.tokens_evicted,
-            eviction.tokens_before,
-            eviction.tokens_after,
-            eviction.max_input,
-            if compacted > 0 {
-                format!("; {} messages before the last compaction skipped", compacted)
-            } else {
-                String::new()
-            },
-            if args.common.dry_run {
-                "; nothing written (--dry-run)"
-            } else {
-                ""
-            }
-        );
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The system prompt and instruction files as the first messages of a prompt.
-fn preamble(args: &PackArgs, session: &str) -> anyhow::Result<Vec<Message>> {
-    let read = |path: &Path| {
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
-    };
-    let mut out = Vec::new();
-    if let Some(path) = &args.system {
-        let mut m = Message::new(Role::System, vec![Block::Text { text: read(path)? }]);
-        m.uuid = Some("system-prompt".into());
-        m.session_id = Some(session.to_string());
-        out.push(m);
-    }
-    for path in &args.instructions {
-        let mut m = Message::new(Role::User, vec![Block::Text { text: read(path)? }]);
-        m.is_meta = true;
-        m.uuid = Some(format!("instructions:{}", path.display()));
-        m.session_id = Some(session.to_string());
-        out.push(m);
-    }
-    Ok(out)
-}
-
-pub fn pack(root: &Path, args: PackArgs) -> anyhow::Result<ExitCode> {
-    let t = read_transcript(&args.transcript, args.common.format)?;
-    let (tokenizer, model) = tokenizer_for(args.model.as_deref(), &t);
-    let cost = |m: &Message| tokenizer.message(m);
-    let live = live_context(t.messages.clone());
-    let mut messages = preamble(&args, &t.session_id)?;
-    messages.extend(live.messages);
-    let record_id = record_id_in(&t);
-    let started = std::time::Instant::now();
-    let (messages, truncation, originals) = match args.truncate.options() {
-        Some(options) => {
-            let tr = truncate_with_cost(messages, &options, &cost, &record_id);
-            let summary = TruncationSummary::of(&tr);
-            (tr.messages, Some(summary), tr.originals)
-        }
-        None => (messages, None, Vec::new()),
-    };
-    let options = PriorityOptions {
-        recent_turns: args.recent_turns,
-        recent_tool_steps: args.recent_tool_steps,
-    };
-    let packed = pack_prompt(messages, args.budget, &options, &cost, &record_id)?;
-    let pack_seconds = started.elapsed().as_secs_f64();
-    let dropped: Vec<Message> = packed.dropped.iter().map(|(_, m)| m.clone()).collect();
-    // What pack cut was maybe already truncated by --truncate-tools: the earlier
-    // original (later in the list) is the full one.
-    let mut full = packed.cut.clone();
-    full.extend(originals);
-    let to_store = full_versions(&dropped, &packed.kept, full, &record_id);
-    let stored = if args.common.dry_run {
-        None
-    } else {
-        let destination = Destination {
-            root,
-            namespace: &args.common.namespace,
-            lock_timeout: args.common.lock_timeout,
-        };
-        let (stored, warning) = store_full(&destination, &t, &to_store, Via::Pack)?;
-        if let Some(line) = warning {
-            eprintln!("{line}");
-        }
-        stored
-    };
-    let mut by_priority: BTreeMap<&str, usize> = BTreeMap::new();
-    for (p, _) in &packed.dropped {
-        *by_priority.entry(p.as_str()).or_default() += 1;
-    }
-    if args.common.json {
-        let ids: Vec<String> = dropped.iter().map(&record_id).collect();
-        output::print_json(&json!({
-            "dry_run": args.common.dry_run,
-            "tokenizer": tokenizer.as_str(),
-            "model": model,
-            "budget": args.budget,
-            "compacted_messages": live.compacted,
-            "kept_count": packed.kept.len(),
-            "dropped_count": packed.dropped.len(),
-            "dropped_by_priority": by_priority,
-            "tokens_before": truncation.as_ref().map_or(packed.tokens_before, |s| s.tokens_before),
-            "tokens_after": packed.tokens_after,
-            "budget_share": packed.tokens_after as f64 / args.budget.max(1) as f64,
-            "truncation": truncation,
-            "outputs_truncated": packed.outputs_truncated,
-            "cut_ids": packed.cut.iter().map(|(id, _)| id).collect::<Vec<_>>(),
-            "note": packed.note,
-            "dropped_ids": ids,
-            "stored": stored,
-            "pack_seconds": pack_seconds,
-            "kept": packed.kept,
-        }))?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    print_messages(&packed.kept)?;
-    if std::io::stderr().is_terminal() {
-        eprintln!(
-            "{} messages dropped ({by_priority:?}), {} cut ({} tool outputs truncated); {} -> {} tokens of a {}-token budget{}",
-            packed.dropped.len(),
-            packed.cut.len(),
-            packed.outputs_truncated,
-            packed.tokens_before,
-            packed.tokens_after,
-            args.budget,
-            if args.common.dry_run {
-                "; nothing written (--dry-run)"
-            } else {
-                ""
-            }
-        );
-    }
     Ok(ExitCode::SUCCESS)
 }

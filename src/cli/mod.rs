@@ -15,6 +15,7 @@ mod mcp;
 mod output;
 mod qmd;
 mod records;
+mod roll;
 mod search;
 mod show;
 mod upkeep;
@@ -307,8 +308,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(BenchCommand::Measure(args)) => bench::measure(args),
         Command::Ingest(args) => ingest::run(&root, args),
         Command::Tokens(args) => context::tokens(args),
-        Command::Evict(args) => context::evict(&root, args),
-        Command::Pack(args) => context::pack(&root, args),
+        Command::Evict(args) => roll::evict(&root, args),
+        Command::Pack(args) => roll::pack(&root, args),
         Command::Mcp(args) => mcp::run(&root, args),
         Command::Qmd(command) => qmd::run(&root, command),
         Command::Hook(command) => hook::run(&root, command),
