@@ -282,16 +282,16 @@ fn access_tracking(c: &mut Criterion) {
         })
     });
     group.bench_function("log 10 hits", |b| {
-        b.iter(|| knowledge_db::archive::access::log(store.root(), black_box(&id_refs)))
+        b.iter(|| knowledge_db::store::access::log(store.root(), black_box(&id_refs)))
     });
     group.bench_function("upkeep check after a read", |b| {
         b.iter(|| knowledge_db::upkeep::after_read(&store, black_box(Some(0))))
     });
     // `get` reads the reads not yet folded: with a log at the size the
     // upkeep folds at (its worst case), restored before each call.
-    let log = store.root().join(knowledge_db::archive::access::LOG);
+    let log = store.root().join(knowledge_db::store::access::LOG);
     let line = format!("1767609720000\t{}\n", ids[1]);
-    let full = line.repeat(knowledge_db::archive::access::FOLD_SOON_BYTES as usize / line.len());
+    let full = line.repeat(knowledge_db::store::access::FOLD_SOON_BYTES as usize / line.len());
     group.bench_function("get, 64 KiB of reads waiting (added, read logged)", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;

@@ -35,16 +35,16 @@ use base64::Engine as _;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::archive::access::Pending;
 use crate::archive::l3::{locate, L3Index};
-use crate::archive::ops::ArchivedAs;
 use crate::archive::{Archive, Entry};
 use crate::embed::text::{embedding_text, text_hash};
 use crate::error::{Error, InputError, Origin, Result};
 use crate::record::parse::{format_time, parse_time, type_name};
 use crate::record::{parse_record, Kind, ParseOptions, Record, Tier};
+use crate::store::access::Pending;
 use crate::store::tier::L2Record;
 use crate::store::{AddReport, Store};
+use crate::tiers::ops::ArchivedAs;
 
 /// The value of the `knowledge_db` key that marks an export line.
 pub const FORMAT: &str = "export 1";
@@ -421,7 +421,7 @@ pub fn restore_imported(
     // Archived records keep exactly the vector they had (or none): no model.
     report.absorb(&add_with_vectors(store, archived, None, lock_timeout)?);
     let lock = store.lock_writer(lock_timeout)?;
-    crate::archive::ops::archive_as_given(store, &lock, &as_given)?;
+    crate::tiers::ops::archive_as_given(store, &lock, &as_given)?;
     Ok(report)
 }
 

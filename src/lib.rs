@@ -76,6 +76,7 @@ pub mod load;
 pub mod record;
 pub mod search;
 pub mod store;
+pub mod tiers;
 pub mod transcript;
 pub mod upkeep;
 pub mod vectors;

@@ -42,11 +42,11 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::archive::access;
-use crate::archive::policy::{self, MaintainReport};
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
+use crate::store::access;
 use crate::store::Store;
+use crate::tiers::policy::{self, MaintainReport};
 
 /// A failed worker is not started again by nudges for this long.
 pub const BACKOFF_SECS: i64 = 600;
@@ -498,7 +498,7 @@ impl Worker<'_, '_> {
             if due.recovery {
                 self.step("recovery")?;
                 let lock = self.store.lock_writer(LOCK_WAIT)?;
-                report.recovered |= crate::archive::ops::recover(self.store, &lock)?;
+                report.recovered |= crate::tiers::ops::recover(self.store, &lock)?;
             }
             if due.vector_files {
                 // What a writer stopped after its commit did not write.

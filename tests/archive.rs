@@ -7,10 +7,10 @@ mod common;
 use std::time::Duration;
 
 use common::TestStore;
-use knowledge_db::archive::ops::{self, RestoreWhat, Selection};
 use knowledge_db::embed::{Embedder, HashEmbedder, DIM};
 use knowledge_db::error::Origin;
 use knowledge_db::record::{parse_record, ParseOptions};
+use knowledge_db::tiers::ops::{self, RestoreWhat, Selection};
 use knowledge_db::Store;
 use serde_json::{json, Value};
 

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use common::TestStore;
 use knowledge_db::archive::l3::{locate, L3Index};
-use knowledge_db::archive::{ops, Archive};
+use knowledge_db::archive::Archive;
+use knowledge_db::tiers::ops;
 use knowledge_db::Store;
 
 const SESSIONS: usize = 8;

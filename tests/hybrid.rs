@@ -66,7 +66,7 @@ fn vector_search_finds_neighbours_and_reports_coverage() {
     let all = Filters::default();
     assert_eq!(ids(&e, "oauth token refresh", 1, &all, Mode::Vector), ["a"]);
     assert_eq!(ids(&e, "tulips spring", 1, &all, Mode::Vector), ["b"]);
-    let stats = store.stats().unwrap();
+    let stats = store.l2_stats().unwrap();
     assert_eq!(
         (stats.vectors.with_vector, stats.vectors.without_vector),
         (2, 0)
@@ -98,7 +98,7 @@ fn identical_texts_reuse_vectors_and_later_embedding_fills_gaps() {
         )
         .unwrap();
     assert_eq!((report.vectors_reused, report.embedded), (1, 0));
-    assert_eq!(store.stats().unwrap().vectors.without_vector, 0);
+    assert_eq!(store.l2_stats().unwrap().vectors.without_vector, 0);
 }
 
 /// Vector files of the segments in `store`'s folder.
@@ -130,7 +130,7 @@ fn records_without_vectors_write_no_vector_files_until_embedded() {
     let all = Filters::default();
     assert!(ids(&e, "kubernetes pod", 5, &all, Mode::Vector).is_empty());
     assert_eq!(ids(&e, "kubernetes pod", 5, &all, Mode::Hybrid).len(), 5);
-    let verify = knowledge_db::store::verify::verify(&store, &mut |_, _| {}).unwrap();
+    let verify = knowledge_db::tiers::verify::verify(&store, &mut |_, _| {}).unwrap();
     assert!(verify.ok, "{verify:?}");
 
     let mut embedder = HashEmbedder::new(DIM);
@@ -143,7 +143,7 @@ fn records_without_vectors_write_no_vector_files_until_embedded() {
         5
     );
     assert!(
-        knowledge_db::store::verify::verify(&store, &mut |_, _| {})
+        knowledge_db::tiers::verify::verify(&store, &mut |_, _| {})
             .unwrap()
             .ok
     );

@@ -2,7 +2,7 @@
 //!
 //! A tantivy index in `archive/index/` with the same schema as L2, so the same
 //! query (terms, field boosts, filters) runs on both tiers and BM25 scores are
-//! computed with shared statistics (see [`super::search`]). It stores no record
+//! computed with shared statistics (see `crate::search::tiers`). It stores no record
 //! text: the stored `record` field holds only the record's frame location
 //! (`2026-01@123456`), so the archive files stay the one copy of the content.
 //! It is derived data: [`reindex_file`] rebuilds a file's documents from the file.

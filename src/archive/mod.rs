@@ -11,8 +11,8 @@
 //!                       checksummed zstd frames of JSON lines (see [`frame`])
 //!   index/              the L3 text index: BM25 fields and each record's frame
 //!                       location, no stored text (see [`l3`])
-//!   JOURNAL.json        present only while an operation runs (see [`ops`])
-//!   maintain.json       when the retention policy is next due (see [`policy`])
+//!   JOURNAL.json        present only while an operation runs (see `crate::tiers::ops`)
+//!   maintain.json       when the retention policy is next due (see `crate::tiers::policy`)
 //! ```
 //!
 //! One file per month keeps files a bounded size (prune rewrites a whole file,
@@ -21,14 +21,9 @@
 //! Each archived line ([`Entry`]) keeps the record, its version hash and its
 //! embedding, so `restore` never re-embeds a record that was not pruned.
 
-pub mod access;
 pub mod digest;
 pub mod frame;
 pub mod l3;
-pub mod ops;
-pub mod policy;
-pub mod search;
-pub mod verify;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -366,7 +361,7 @@ impl Archive {
 }
 
 /// The entry with this id among a frame's JSON lines.
-fn entry_in(lines: &[u8], id: &str) -> Result<Option<Entry>> {
+pub(crate) fn entry_in(lines: &[u8], id: &str) -> Result<Option<Entry>> {
     // Every line starts with the record's id (`{"record":{"id":…`): compare that
     // prefix before parsing anything.
     let prefix = format!(
@@ -425,7 +420,7 @@ fn encode_frames(entries: &[Entry], start: u64) -> Result<(Vec<u8>, Vec<u64>)> {
 }
 
 /// What an interrupted operation touched, written (and fsynced) before it
-/// touches anything, removed when it is done. See [`ops::recover`].
+/// touches anything, removed when it is done. See `crate::tiers::ops::recover`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Journal {
     pub op: String,
@@ -439,7 +434,7 @@ impl Archive {
     }
 
     /// Whether an operation's journal is present (one `stat`): an operation is
-    /// running, or one was interrupted and awaits [`ops::recover`].
+    /// running, or one was interrupted and awaits `crate::tiers::ops::recover`.
     pub fn has_journal(&self) -> bool {
         self.journal_path().exists()
     }

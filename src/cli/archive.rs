@@ -7,12 +7,12 @@ use anyhow::bail;
 use clap::Args;
 
 use super::output;
-use crate::archive::ops::{self, RestoreWhat, Selection};
-use crate::archive::policy;
 use crate::error::Error;
 use crate::record::input::human_bytes;
 use crate::record::time::parse_duration_secs;
 use crate::store::Store;
+use crate::tiers::ops::{self, RestoreWhat, Selection};
+use crate::tiers::policy;
 
 fn parse_duration(text: &str) -> Result<i64, String> {
     parse_duration_secs(text)

@@ -11,7 +11,7 @@ use crate::load::AddSummary;
 use crate::record::input::human_bytes;
 use crate::record::Record;
 use crate::search::SearchResponse;
-use crate::store::Stats;
+use crate::tiers::Stats;
 
 pub fn print_json<T: Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
@@ -79,11 +79,9 @@ pub fn record_json(record: &Record) -> Value {
 
 /// A record found in either tier; an archived one also says when it was
 /// archived and what pruning dropped from it.
-pub fn found_json(found: &crate::store::tier::Found) -> Value {
+pub fn found_json(found: &crate::tiers::Found) -> Value {
     let mut value = record_json(found.record());
-    if let (crate::store::tier::Found::Archived(entry), Some(object)) =
-        (found, value.as_object_mut())
-    {
+    if let (crate::tiers::Found::Archived(entry), Some(object)) = (found, value.as_object_mut()) {
         object.insert(
             "archived_at".into(),
             json!(crate::record::parse::format_time(entry.archived_at)),

@@ -168,7 +168,7 @@ pub fn run(root: &Path, command: QmdCommand) -> anyhow::Result<ExitCode> {
                     0
                 }
             };
-            let vectors = store.stats()?.vectors.with_vector;
+            let vectors = store.l2_stats()?.vectors.with_vector;
             if args.json {
                 super::output::print_json(
                     &serde_json::json!({"embedded": done, "vectors": vectors}),
@@ -194,7 +194,7 @@ fn open_or_create(root: &Path) -> anyhow::Result<Store> {
 }
 
 fn status(store: &Store, collections: &Collections, json: bool) -> anyhow::Result<()> {
-    let stats = store.stats()?;
+    let stats = crate::tiers::stats(store)?;
     let chunks = |name: &str| {
         stats
             .by_namespace

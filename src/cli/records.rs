@@ -103,7 +103,7 @@ pub(super) fn get(root: &std::path::Path, args: GetArgs) -> anyhow::Result<ExitC
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for id in &args.ids {
-        match store.find(id)? {
+        match crate::tiers::find(&store, id)? {
             Some(record) => found.push(record),
             None => missing.push(id.clone()),
         }
@@ -145,7 +145,7 @@ pub(super) fn delete(root: &std::path::Path, args: DeleteArgs) -> anyhow::Result
 
 pub(super) fn stats(root: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
     let store = Store::open(root)?;
-    let stats = store.stats()?;
+    let stats = crate::tiers::stats(&store)?;
     let status = crate::upkeep::status(&store);
     if json {
         let mut value = serde_json::to_value(&stats)?;

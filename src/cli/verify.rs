@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::output;
-use crate::store::verify::{repair_root, verify_root, VerifyReport};
+use crate::tiers::verify::{repair_root, verify_root, VerifyReport};
 
 #[derive(Debug, Args)]
 pub(crate) struct VerifyArgs {

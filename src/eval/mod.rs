@@ -316,7 +316,7 @@ pub fn evaluate(
         )?),
         _ => None,
     };
-    let documents = store.stats()?.records as usize;
+    let documents = store.l2_stats()?.records as usize;
     Ok(EvalReport {
         dataset: dir.display().to_string(),
         documents,

@@ -246,6 +246,6 @@ mod tests {
         let failed = evict(tight);
         assert!(matches!(failed, Err(EvictFailure::Budget(_))));
         let store = Store::open(&root).expect("open");
-        assert_eq!(store.stats().expect("stats").records, 0);
+        assert_eq!(store.l2_stats().expect("stats").records, 0);
     }
 }

@@ -213,7 +213,7 @@ fn check_settings(targets: &Targets, checks: &mut Checks) -> Vec<(String, Vec<St
 }
 
 fn check_store(store: &Path, checks: &mut Checks) {
-    match crate::store::verify::verify_root(store, &mut |_, _| {}) {
+    match crate::tiers::verify::verify_root(store, &mut |_, _| {}) {
         Ok(report) if report.ok => checks.ok(
             "store",
             format!(

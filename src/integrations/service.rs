@@ -22,7 +22,8 @@ use crate::embed::{EmbedError, Embedder};
 use crate::error::{Error, InputError, InputErrors, Origin, Result};
 use crate::record::{parse_record, ParseOptions, Record};
 use crate::search::{Filters, Mode, RankOptions, SearchEngine, SearchResponse, TierFilter};
-use crate::store::{Stats, Store};
+use crate::store::Store;
+use crate::tiers::Stats;
 
 /// Most messages one drill-down returns when the caller gives no `lines`.
 pub const DEFAULT_PAGE: usize = 50;
@@ -354,7 +355,7 @@ impl MemoryService {
     }
 
     pub fn stats(&self) -> Result<Stats> {
-        self.store.stats()
+        crate::tiers::stats(&self.store)
     }
 
     /// `used`, or why vectors are not used.

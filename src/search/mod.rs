@@ -13,6 +13,7 @@ pub mod dedup;
 pub mod fusion;
 pub mod neighbours;
 pub mod relevance;
+pub mod tiers;
 
 use std::ops::Bound;
 
@@ -67,7 +68,7 @@ pub struct Filters {
     pub min_score: Option<f32>,
 }
 
-/// The tiers a search covers (see `crate::archive::search`).
+/// The tiers a search covers (see [`tiers`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum TierFilter {
@@ -444,7 +445,7 @@ impl SearchEngine {
         rank: &RankOptions,
     ) -> Result<SearchResponse> {
         if filters.tier != TierFilter::L2 {
-            let response = crate::archive::search::search(self, query, k, filters)?;
+            let response = tiers::search(self, query, k, filters)?;
             self.log_access(&response);
             return Ok(response);
         }
@@ -562,10 +563,10 @@ impl SearchEngine {
             .collect())
     }
 
-    /// Records the results as read, for the retention policy (see `crate::archive::access`).
+    /// Records the results as read, for the retention policy (see `crate::store::access`).
     fn log_access(&self, response: &SearchResponse) {
         let ids: Vec<&str> = response.results.iter().map(|h| h.id.as_str()).collect();
-        crate::archive::access::log(&self.root, &ids);
+        crate::store::access::log(&self.root, &ids);
     }
 
     /// The store folder, the L2 searcher and its fields (for the archive tier).

@@ -12,10 +12,12 @@
 //! point leaves either the old commit or the new one, never a mix, and a write that
 //! returned success survives `kill -9` and power loss.
 
+pub mod access;
 pub mod browse;
 pub use crate::index::lookup::IdLookup;
 pub(crate) use crate::index::lookup::{clean_writer, first_live_doc};
 pub mod config;
+pub mod guard;
 mod limits;
 pub mod lock;
 pub mod rescue;
@@ -23,7 +25,7 @@ mod rules;
 pub mod tier;
 pub mod verify;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -33,6 +35,7 @@ use tantivy::schema::IndexRecordOption;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
 
 pub use config::{Config, FORMAT_VERSION};
+pub use guard::TierGuard;
 use lock::WriterLock;
 
 use tantivy::collector::TopDocs;
@@ -59,6 +62,8 @@ pub struct Store {
     config: Config,
     index: Index,
     fields: IndexFields,
+    /// The tiers layer's steps inside every write (see [`guard`]).
+    guard: &'static dyn TierGuard,
 }
 
 /// `record` with the access history (`access_count`, `last_accessed`) of the
@@ -133,20 +138,17 @@ pub struct DeleteReport {
     pub missing: Vec<String>,
 }
 
-/// Counts and sizes, for `stats`.
-#[derive(Debug, Clone, Serialize)]
-pub struct Stats {
+/// L2's counts and sizes (`crate::tiers::stats` adds the archive's).
+#[derive(Debug, Clone)]
+pub struct L2Stats {
     pub store: PathBuf,
     pub format_version: u32,
-    /// Records in both tiers (L2 and the archive); `tiers` has each.
+    /// Live L2 records.
     pub records: u64,
-    pub by_kind: BTreeMap<String, u64>,
-    pub by_tier: BTreeMap<String, u64>,
-    pub by_namespace: BTreeMap<String, u64>,
+    /// Their counts by kind, tier and namespace, and their time span.
+    pub counts: crate::index::ColumnCounts,
     pub text_index_bytes: u64,
     pub segments: usize,
-    pub oldest: Option<String>,
-    pub newest: Option<String>,
     pub vectors: crate::vectors::Coverage,
     pub vector_files_bytes: u64,
     /// Segments with an HNSW graph (the others are scanned exactly).
@@ -154,8 +156,6 @@ pub struct Stats {
     /// The embedding-text rules the vectors were made under
     /// (`crate::embed::text::RECIPE` when current).
     pub vector_text_rules: u32,
-    /// Per tier (L2 here, L3 the archive): records, bytes, compression, ages.
-    pub tiers: Vec<crate::archive::TierStats>,
 }
 
 /// The default store folder: `$KNOWLEDGE_DB_HOME`, else the platform data folder.
@@ -169,8 +169,10 @@ pub fn default_root() -> PathBuf {
 }
 
 impl Store {
-    /// Creates a new, empty store at `root` (the folder may exist if empty).
-    pub fn init(root: &Path) -> Result<Store> {
+    /// Creates a new, empty store at `root` (the folder may exist if empty),
+    /// whose writers run `guard`'s steps. Callers use `Store::init` (defined
+    /// in `crate::tiers`, which supplies the guard).
+    pub(crate) fn init_guarded(root: &Path, guard: &'static dyn TierGuard) -> Result<Store> {
         if root.join("config.toml").exists() || root.join("text").exists() {
             return Err(Error::StoreExists {
                 path: root.to_path_buf(),
@@ -183,11 +185,12 @@ impl Store {
         // config.toml is written last: its presence marks a complete store.
         Config::new(crate::now_rfc3339()).save(&root.join("config.toml"))?;
         drop(index);
-        Store::open(root)
+        Store::open_guarded(root, guard)
     }
 
-    /// Opens an existing store, checking its format version.
-    pub fn open(root: &Path) -> Result<Store> {
+    /// Opens an existing store, checking its format version; its writers run
+    /// `guard`'s steps. Callers use `Store::open` (defined in `crate::tiers`).
+    pub(crate) fn open_guarded(root: &Path, guard: &'static dyn TierGuard) -> Result<Store> {
         let config_path = root.join("config.toml");
         if !config_path.exists() {
             return Err(Error::NoStore {
@@ -211,6 +214,7 @@ impl Store {
             config,
             index,
             fields,
+            guard,
         })
     }
 
@@ -254,14 +258,10 @@ impl Store {
     }
 
     /// Finishes a tier operation (archive, restore, prune, supersede) that a
-    /// crash interrupted: its journal is still there. Every writer does this
-    /// first, so nobody has to run `repair` after a kill; with no journal it
-    /// costs one `stat`.
+    /// crash interrupted. Every writer does this first, so nobody has to run
+    /// `repair` after a kill.
     fn finish_interrupted(&self, lock: &WriterLock) -> Result<()> {
-        if crate::archive::Archive::new(&self.root).has_journal() {
-            crate::archive::ops::recover(self, lock)?;
-        }
-        Ok(())
+        self.guard.finish_interrupted(self, lock)
     }
 
     /// Adds or replaces records by id, as one atomic commit.
@@ -363,14 +363,13 @@ impl Store {
         report.unchanged += unchanged;
         // A new record whose id is archived supersedes the archived copy, so
         // every id stays in exactly one tier.
-        let new_ids = changed.iter().map(|(record, _)| record.id.as_str());
-        let superseding =
-            added > 0 && crate::archive::ops::begin_superseding(self, &lock, new_ids)?;
+        let mut new_ids = changed.iter().map(|(record, _)| record.id.as_str());
+        let superseding = added > 0 && self.guard.begin_superseding(self, &lock, &mut new_ids)?;
         phases.index_seconds = lap();
         (phases.commit_seconds, phases.vectors_seconds) =
             self.commit_timed(writer, added + updated > 0)?;
         if superseding {
-            crate::archive::ops::finish_superseding(self, &lock)?;
+            self.guard.finish_superseding(self, &lock)?;
         }
         Ok((report, phases))
     }
@@ -639,54 +638,32 @@ impl Store {
     }
 
     /// The record with this id, if any, with the reads not yet folded into
-    /// its stored counts added (see `crate::archive::access`). The read itself
+    /// its stored counts added (see [`access`]). The read itself
     /// is logged: the next `get` counts it.
     pub fn get(&self, id: &str) -> Result<Option<Record>> {
         let searcher = self.reader()?.searcher();
         let Some(mut record) = get_record(&searcher, &self.fields, id)? else {
             return Ok(None);
         };
-        crate::archive::access::Pending::read_one(&self.root, id)?.apply(&mut record);
-        crate::archive::access::log(&self.root, &[id]);
+        access::Pending::read_one(&self.root, id)?.apply(&mut record);
+        access::log(&self.root, &[id]);
         Ok(Some(record))
     }
 
-    /// Record counts by kind, tier and namespace over both tiers, and sizes on
-    /// disk.
-    pub fn stats(&self) -> Result<Stats> {
+    /// L2's record counts by kind, tier and namespace, and its sizes on disk.
+    pub fn l2_stats(&self) -> Result<L2Stats> {
         let searcher = self.reader()?.searcher();
-        let l2 = crate::index::ColumnCounts::of(&searcher)?;
-        let text_index_bytes = dir_size(&self.root.join("text"));
-        let vector_files_bytes = dir_size(&self.root.join("vectors"));
-        let l2_tier = crate::archive::TierStats {
-            tier: "l2",
-            records: searcher.num_docs(),
-            bytes_on_disk: text_index_bytes + vector_files_bytes,
-            archive_files_bytes: None,
-            index_bytes: None,
-            compression_ratio: None,
-            oldest: l2.oldest.map(crate::record::parse::format_time),
-            newest: l2.newest.map(crate::record::parse::format_time),
-        };
-        let (l3_tier, l3) = crate::archive::l3_stats(&self.root)?;
-        let mut all = l2;
-        all.merge(&l3);
-        Ok(Stats {
+        Ok(L2Stats {
             store: self.root.clone(),
             format_version: self.config.format_version,
-            records: l2_tier.records + l3_tier.records,
-            by_kind: all.by_kind,
-            by_tier: all.by_tier,
-            by_namespace: all.by_namespace,
-            text_index_bytes,
+            records: searcher.num_docs(),
+            counts: crate::index::ColumnCounts::of(&searcher)?,
+            text_index_bytes: dir_size(&self.root.join("text")),
             segments: searcher.segment_readers().len(),
-            oldest: all.oldest.map(crate::record::parse::format_time),
-            newest: all.newest.map(crate::record::parse::format_time),
             vectors: crate::vectors::coverage(&searcher)?,
-            vector_files_bytes,
+            vector_files_bytes: dir_size(&self.root.join("vectors")),
             vector_graphs: crate::vectors::graph_count(&self.root),
             vector_text_rules: self.embedding_rules(),
-            tiers: vec![l2_tier, l3_tier],
         })
     }
 }

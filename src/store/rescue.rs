@@ -125,8 +125,10 @@ struct FoundSegment {
 }
 
 /// Reads every readable record out of `<store>/text/`, indexes them into a new
-/// index and swaps it in. The caller holds the writer lock.
-pub fn rebuild(root: &Path, _lock: &WriterLock) -> Result<RescueReport> {
+/// index and swaps it in. The caller holds the writer lock. A record that
+/// cannot be read but whose id is in `archived` (the ids other tiers hold) is
+/// reported as kept there rather than lost.
+pub fn rebuild(root: &Path, _lock: &WriterLock, archived: &[String]) -> Result<RescueReport> {
     let text = root.join("text");
     let mut report = RescueReport::default();
     let segments = find_segments(&text, &mut report);
@@ -176,7 +178,6 @@ pub fn rebuild(root: &Path, _lock: &WriterLock) -> Result<RescueReport> {
     name_lost_docs(&known, &lost_docs, &mut report);
     report.duplicates_resolved.sort();
     report.duplicates_resolved.dedup();
-    let archived = archived_ids(root);
     let (in_archive, lost): (Vec<String>, Vec<String>) = report.lost.drain(..).partition(|entry| {
         archived
             .iter()
@@ -421,19 +422,6 @@ fn alive_docs(directory: &MmapDirectory, segment: &FoundSegment) -> Option<Alive
     let path = segment.delete_file.as_ref()?;
     let bytes = open_component(directory, path).ok()?.read_bytes().ok()?;
     Some(AliveBitSet::open(bytes))
-}
-
-/// Ids stored in the archive's files (L3).
-fn archived_ids(root: &Path) -> Vec<String> {
-    let archive = crate::archive::Archive::new(root);
-    let Ok(files) = archive.files() else {
-        return Vec::new();
-    };
-    files
-        .iter()
-        .filter_map(|file| archive.read_file(file).ok())
-        .flat_map(|entries| entries.entries.into_iter().map(|(_, e)| e.record.id))
-        .collect()
 }
 
 /// Writes `records` into a fresh index beside `text/`, then swaps it in: the

@@ -1,6 +1,7 @@
-//! What the archive tier needs from L2: read records with their version hash and
-//! embedding, and remove or put back records under a writer lock the caller holds
-//! across several steps (see `crate::archive::ops` for the order of operations).
+//! What the tier operations need from L2: read records with their version hash
+//! and embedding, and remove or put back records under a writer lock the caller
+//! holds across several steps (see `crate::tiers::ops` for the order of
+//! operations).
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -23,34 +24,7 @@ pub struct L2Record {
     pub vector: VectorField,
 }
 
-/// A record found by [`Store::find`]: live in L2, or archived in L3.
-#[derive(Debug, Clone)]
-pub enum Found {
-    Live(Record),
-    Archived(crate::archive::Entry),
-}
-
-impl Found {
-    pub fn record(&self) -> &Record {
-        match self {
-            Found::Live(record) => record,
-            Found::Archived(entry) => &entry.record,
-        }
-    }
-}
-
 impl Store {
-    /// The record with `id` in whichever tier holds it: L2 first (a copy live
-    /// in L2 wins over an archived one left by an interrupted operation), then
-    /// the archive.
-    pub fn find(&self, id: &str) -> Result<Option<Found>> {
-        if let Some(record) = self.get(id)? {
-            return Ok(Some(Found::Live(record)));
-        }
-        let archived = crate::archive::Archive::new(&self.root).get(id)?;
-        Ok(archived.map(Found::Archived))
-    }
-
     /// Takes the writer lock for a multi-step tier operation.
     pub fn lock_writer(&self, timeout: Duration) -> Result<WriterLock> {
         WriterLock::acquire(&self.root.join("LOCK"), timeout)

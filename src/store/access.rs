@@ -24,11 +24,11 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 
+use super::lock::WriterLock;
+use super::Store;
 use crate::error::{Error, Result};
 use crate::record::parse::{format_time_millis, parse_time_millis};
 use crate::record::Record;
-use crate::store::lock::WriterLock;
-use crate::store::Store;
 
 /// The log file inside a store.
 pub const LOG: &str = "access.log";

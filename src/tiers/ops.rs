@@ -24,14 +24,14 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::access::{self, AccessMap};
-use super::l3::{reindex_file, L3Index};
-use super::{month_of, record_time, Archive, Entry, Journal, Location};
+use crate::archive::l3::{self, reindex_file, L3Index};
+use crate::archive::{digest, month_of, record_time, Archive, Entry, Journal, Location};
 use crate::embed::text::{embedding_text, text_hash};
 use crate::error::{Error, Result};
 use crate::index::{record_hash, VectorField};
 use crate::record::parse::{format_time, parse_time};
 use crate::record::{Kind, Record, Tier};
+use crate::store::access::{self, AccessMap};
 use crate::store::lock::WriterLock;
 use crate::store::Store;
 
@@ -369,7 +369,7 @@ pub fn recover(store: &Store, _lock: &WriterLock) -> Result<bool> {
     l3.delete_ids(&writer, &journal.ids);
     for file in &journal.files {
         let current = archive.read_file(file)?;
-        let torn = current.scan.tail != super::frame::Tail::Clean;
+        let torn = current.scan.tail != crate::archive::frame::Tail::Clean;
         let kept = last_copies(current.entries.into_iter().map(|(_, e)| e), &live);
         let unchanged = !torn
             && kept.len()
@@ -412,7 +412,7 @@ pub fn begin_superseding<'a>(
         files: Vec::new(),
     };
     for id in ids {
-        if let Some(location) = super::l3::locate(&searcher, l3.fields(), id)? {
+        if let Some(location) = l3::locate(&searcher, l3.fields(), id)? {
             journal.ids.push(id.to_string());
             if !journal.files.contains(&location.file) {
                 journal.files.push(location.file);
@@ -628,7 +628,7 @@ fn locate_all(
     match what {
         RestoreWhat::Ids(ids) => {
             for id in ids {
-                match super::l3::locate(searcher, l3.fields(), id)? {
+                match l3::locate(searcher, l3.fields(), id)? {
                     Some(location) => out.push((id.clone(), location)),
                     None => missing.push(id.clone()),
                 }
@@ -671,7 +671,7 @@ fn locations_matching(
                     .map_err(|e| Error::io("archive/index", e))?;
             }
         }
-        if let Some(location) = super::l3::location_of(searcher, l3.fields(), address)? {
+        if let Some(location) = l3::location_of(searcher, l3.fields(), address)? {
             out.push((id, location));
         }
     }
@@ -942,7 +942,7 @@ fn finish_pruned(mut entry: Entry, dropped: Vec<String>) -> Result<Entry> {
 }
 
 /// One record standing for a session's pruned messages: what they were about
-/// (see [`super::digest`]), how many, how they were written, which turns, what
+/// (see [`digest`]), how many, how they were written, which turns, what
 /// time range, and their ids (so nothing disappears without a trace).
 fn message_summary(
     namespace: &str,
@@ -971,7 +971,7 @@ fn message_summary(
         _ => String::new(),
     };
     let records: Vec<&Record> = group.iter().map(|e| &e.record).collect();
-    let digest = super::digest::digest(&records, session_summaries);
+    let digest = digest::digest(&records, session_summaries);
     let text = format!(
         "Session {session_label}{turn_text}, {} to {}: the raw text of {} messages ({}) was pruned from the archive; \
          this summary keeps what they were about, their count, time range and ids.\n{}",

@@ -21,11 +21,11 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::access;
 use super::ops::{archive_locked, prune_locked, recover, ArchiveReport, PruneReport, Selection};
-use super::Archive;
+use crate::archive::Archive;
 use crate::error::{Error, Result};
 use crate::record::parse::format_time;
+use crate::store::access;
 use crate::store::Store;
 
 /// The access log is folded into the records once it holds this much, even when

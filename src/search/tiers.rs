@@ -1,6 +1,6 @@
 //! Searching the archive: `search --tier l3|all`.
 //!
-//! The L3 index ([`super::l3`]) has the L2 schema, so the very same query (terms
+//! The L3 index (`crate::archive::l3`) has the L2 schema, so the very same query (terms
 //! in every field with the field boosts, and the filters) runs on both indexes.
 //! To rank both tiers **on one scale**, BM25's statistics (document count,
 //! average field lengths, document frequency of each term) are those of the two
@@ -23,12 +23,12 @@ use tantivy::schema::Field;
 use tantivy::snippet::SnippetGenerator;
 use tantivy::{DocAddress, Searcher, TantivyDocument, Term};
 
-use super::l3::{location_of, L3Index};
-use super::{frame, Archive, Entry, Location};
+use super::fusion::Fused;
+use super::{hit, Filters, SearchEngine, SearchResponse, TierFilter, SNIPPET_CHARS};
+use crate::archive::l3::{location_of, L3Index};
+use crate::archive::{entry_in, frame, Archive, Entry, Location};
 use crate::error::Result;
 use crate::record::Record;
-use crate::search::fusion::Fused;
-use crate::search::{hit, Filters, SearchEngine, SearchResponse, TierFilter, SNIPPET_CHARS};
 
 /// BM25 statistics of several indexes taken together.
 struct Combined<'a>(Vec<&'a Searcher>);
@@ -207,7 +207,7 @@ impl<'a> FrameCache<'a> {
             self.frames.insert(location.clone(), lines);
         }
         match self.frames.get(location) {
-            Some(lines) => super::entry_in(lines, id),
+            Some(lines) => entry_in(lines, id),
             None => Ok(None),
         }
     }

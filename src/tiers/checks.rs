@@ -11,9 +11,9 @@ use std::collections::{HashMap, HashSet};
 
 use tantivy::Searcher;
 
-use super::l3::{locate, reindex_file, L3Index};
 use super::ops::recover;
-use super::Archive;
+use crate::archive::l3::{locate, reindex_file, L3Index};
+use crate::archive::Archive;
 use crate::check::Check;
 use crate::error::Result;
 use crate::store::lock::WriterLock;
@@ -44,7 +44,7 @@ pub fn checks(store: &Store, searcher: &Searcher) -> Result<Vec<Check>> {
                 damage.offset, damage.message
             ));
         }
-        if let super::frame::Tail::Torn { offset } = read.scan.tail {
+        if let crate::archive::frame::Tail::Torn { offset } = read.scan.tail {
             frame_problems.push(format!(
                 "{file}.jsonl.zst: torn tail at byte {offset} (an interrupted write; `repair` cuts it)"
             ));
@@ -147,7 +147,8 @@ pub fn repair(store: &Store, lock: &WriterLock) -> Result<()> {
             .collect();
         let live = store.live_ids(&searcher, &ids)?;
         let distinct: HashSet<&String> = ids.iter().collect();
-        let torn = read.scan.tail != super::frame::Tail::Clean || !read.scan.damaged.is_empty();
+        let torn =
+            read.scan.tail != crate::archive::frame::Tail::Clean || !read.scan.damaged.is_empty();
         if torn || !live.is_empty() || distinct.len() != ids.len() {
             let kept = super::ops::last_copies(read.entries.into_iter().map(|(_, e)| e), &live);
             archive.rewrite(&file, &kept)?;

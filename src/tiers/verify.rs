@@ -1,0 +1,160 @@
+//! `verify` and `repair` of a whole store: L2's checks, then the archive's.
+//!
+//! [`verify`] runs L2's checks (`crate::store::verify`: the text index's
+//! checksums, every record and embedding, the vector files and graphs) and the
+//! archive's ([`super::checks`]: every frame, every id in exactly one tier, the
+//! L3 index) against one L2 searcher. [`repair`] deletes the derived files that
+//! failed, finishes an interrupted tier operation and rebuilds the L3 index from
+//! the archive files, builds the vector files again from the stored embeddings
+//! (never by re-embedding), and verifies again; it never deletes a record. When
+//! the text index itself is damaged (a segment's postings, terms or fast
+//! fields, or `meta.json`), [`repair_root`] first re-indexes the records read
+//! from the segments' document stores into a fresh index
+//! (`crate::store::rescue`) and says which records, if any, could not be read
+//! and which of those the archive still holds.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::archive::Archive;
+use crate::check::Check;
+use crate::error::Result;
+use crate::store::lock::WriterLock;
+use crate::store::rescue::{self, RescueReport};
+use crate::store::verify::{count_files, l2_checks, remove_rebuildable};
+use crate::store::Store;
+
+/// The result of `verify`.
+#[derive(Debug, Clone, Serialize)]
+pub struct VerifyReport {
+    pub store: PathBuf,
+    pub records: u64,
+    pub ok: bool,
+    pub checks: Vec<Check>,
+}
+
+/// What `repair` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct RepairReport {
+    pub removed: Vec<PathBuf>,
+    /// Vector files and graphs present after the rebuild.
+    pub vector_files: usize,
+    pub graphs: usize,
+    /// Problems repair cannot fix, and records it could not read back.
+    pub unrepairable: Vec<String>,
+    /// The rebuild of the text index, when it was damaged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_rebuilt: Option<RescueReport>,
+    pub after: VerifyReport,
+}
+
+/// Checks the store at `root`, also when its text index is too damaged to open.
+pub fn verify_root(root: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<VerifyReport> {
+    let problems = rescue::problems(root);
+    if problems.is_empty() {
+        return verify(&Store::open(root)?, progress);
+    }
+    Ok(VerifyReport {
+        store: root.to_path_buf(),
+        records: 0,
+        ok: false,
+        checks: vec![Check {
+            name: "text index",
+            ok: false,
+            detail: format!(
+                "{}; the other checks need a readable text index. `knowledge-db repair` re-indexes the records from the segments' document stores",
+                problems.join("; ")
+            ),
+            rebuildable: Vec::new(),
+        }],
+    })
+}
+
+/// Repairs the store at `root`: first the text index, if it is damaged (records
+/// re-read from the document stores and indexed again), then everything derived.
+pub fn repair_root(
+    root: &Path,
+    lock_timeout: Duration,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<RepairReport> {
+    let text_rebuilt = {
+        let lock = WriterLock::acquire(&root.join("LOCK"), lock_timeout)?;
+        rescue::finish_interrupted_swap(root)?;
+        if rescue::problems(root).is_empty() {
+            None
+        } else {
+            Some(rescue::rebuild(root, &lock, &archived_ids(root))?)
+        }
+    };
+    let store = Store::open(root)?;
+    let mut report = repair(&store, lock_timeout, progress)?;
+    if let Some(rescued) = &text_rebuilt {
+        report.unrepairable.extend(
+            rescued
+                .lost
+                .iter()
+                .map(|l| format!("record not recovered: {l}")),
+        );
+    }
+    report.text_rebuilt = text_rebuilt;
+    Ok(report)
+}
+
+/// Checks the whole store; `progress` gets (records done, records total).
+pub fn verify(store: &Store, progress: &mut dyn FnMut(u64, u64)) -> Result<VerifyReport> {
+    let searcher = store.reader()?.searcher();
+    let mut checks = l2_checks(store, &searcher, progress)?;
+    checks.extend(super::checks::checks(store, &searcher)?);
+    Ok(VerifyReport {
+        store: store.root().to_path_buf(),
+        records: searcher.num_docs(),
+        ok: checks.iter().all(|c| c.ok),
+        checks,
+    })
+}
+
+/// Rebuilds every damaged derived file and verifies again.
+pub fn repair(
+    store: &Store,
+    lock_timeout: Duration,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<RepairReport> {
+    let before = verify(store, progress)?;
+    let removed = remove_rebuildable(&before.checks);
+    {
+        let lock = store.lock_writer(lock_timeout)?;
+        super::checks::repair(store, &lock)?;
+    }
+    store.index_vectors(lock_timeout)?;
+    let after = verify(store, progress)?;
+    let unrepairable = after
+        .checks
+        .iter()
+        .filter(|c| !c.ok && c.rebuildable.is_empty())
+        .map(|c| format!("{}: {}", c.name, c.detail))
+        .collect();
+    Ok(RepairReport {
+        removed,
+        vector_files: count_files(store, "vec"),
+        graphs: count_files(store, "hnsw"),
+        unrepairable,
+        text_rebuilt: None,
+        after,
+    })
+}
+
+/// Ids stored in the archive's files (L3), read from the files themselves
+/// (the L3 index may be as damaged as L2's).
+fn archived_ids(root: &Path) -> Vec<String> {
+    let archive = Archive::new(root);
+    let Ok(files) = archive.files() else {
+        return Vec::new();
+    };
+    files
+        .iter()
+        .filter_map(|file| archive.read_file(file).ok())
+        .flat_map(|entries| entries.entries.into_iter().map(|(_, e)| e.record.id))
+        .collect()
+}
