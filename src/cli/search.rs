@@ -124,7 +124,7 @@ pub(super) fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         output::print_json(&report)?;
     } else {
-        output::print_eval(&report);
+        eval_output::print_eval(&report);
     }
     Ok(ExitCode::SUCCESS)
 }
