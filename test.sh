@@ -25,6 +25,8 @@ fi
 
 cargo fmt --check
 cargo clippy --locked --all-targets -- -D warnings
+# The layering: no two top-level modules may name each other, no cycle.
+python3 scripts/module-graph.py --check
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --locked --no-fail-fast
 else

@@ -1,19 +1,33 @@
 #!/usr/bin/env python3
-"""The import graph between the top-level modules of the library, and its cycles.
+"""The import graph between the top-level modules of the crates, and its cycles.
 
 Reads every `src/**/*.rs` file, maps it to its top-level module (`src/store/
 tier.rs` → `store`, `src/upkeep.rs` → `upkeep`), and collects every
-`crate::<module>` path it names (in `use` lines and in code). An edge A → B
-means a file of A names something of B. Prints the edges with how many files
+`crate::<module>` path it names (in `use` lines and in code). The binary's
+own modules (the `mod x;` lines of `src/main.rs`: cli, eval, bench) also
+name the library as `knowledge_db::<module>`; those count as edges too, so
+the one graph covers both crates. An edge A → B means a file of A names
+something of B. Prints the edges with how many files
 make each, then every pair of modules that name each other and every larger
 cycle (strongly connected components). Exit status 1 when there is a cycle,
 so a test or CI can hold the layering once it is one-way.
 
-Usage: scripts/module-graph.py [--src src] [--json]
+Usage: scripts/module-graph.py [--src src] [--json | --check]
+(--check prints only the pairs and cycles; `./test.sh` runs it.)
 """
 import argparse, collections, json, os, re, sys
 
 PATH = re.compile(r"\bcrate::([a-z_][a-z0-9_]*)")
+LIBRARY_PATH = re.compile(r"\bknowledge_db::([a-z_][a-z0-9_]*)")
+BINARY_MODULE = re.compile(r"^\s*(?:pub(?:\([a-z]+\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*;", re.M)
+
+
+def binary_modules(src):
+    """The modules `src/main.rs` declares: they belong to the binary crate."""
+    try:
+        return set(BINARY_MODULE.findall(open(os.path.join(src, "main.rs"), encoding="utf-8").read()))
+    except OSError:
+        return set()
 # `use crate::{a::x, b::y}` names several modules at once.
 GROUP = re.compile(r"\bcrate::\{([^}]*)\}", re.S)
 
@@ -31,6 +45,7 @@ def strip_comments(text):
 
 def edges(src):
     count = collections.Counter()
+    binary = binary_modules(src)
     for root, _, files in os.walk(src):
         for name in files:
             if not name.endswith(".rs"):
@@ -41,6 +56,8 @@ def edges(src):
                 continue
             text = strip_comments(open(path, encoding="utf-8").read())
             named = set(PATH.findall(text))
+            if here in binary:
+                named.update(LIBRARY_PATH.findall(text))
             for group in GROUP.findall(text):
                 named.update(m.group(1) for m in re.finditer(r"(?:^|,)\s*([a-z_][a-z0-9_]*)", group))
             for target in named - {here}:
@@ -83,6 +100,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--src", default=os.path.join(os.path.dirname(__file__), "..", "src"))
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--check", action="store_true", help="print only the pairs and cycles")
     args = ap.parse_args()
     count = edges(args.src)
     nodes = {a for a, _ in count} | {b for _, b in count}
@@ -100,9 +118,11 @@ def main():
         print(json.dumps({"edges": [[a, b, n] for (a, b), n in sorted(count.items())],
                           "mutual_pairs": pairs, "cycles": cycles}, indent=1))
     else:
-        for (a, b), n in sorted(count.items()):
-            print(f"{a} -> {b}  ({n} file{'s' if n > 1 else ''})")
-        print(f"\n{len(pairs)} pairs of modules that name each other:")
+        if not args.check:
+            for (a, b), n in sorted(count.items()):
+                print(f"{a} -> {b}  ({n} file{'s' if n > 1 else ''})")
+            print()
+        print(f"{len(pairs)} pairs of modules that name each other:")
         for a, b in pairs:
             print(f"  {a} <-> {b}")
         print(f"{len(cycles)} cycles (strongly connected sets of modules):")

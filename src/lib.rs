@@ -9,18 +9,20 @@
 //!
 //! The rooms, as in `DESIGN.md`:
 //! - [`record`]: the data model, the input formats agents write, and times;
-//! - [`store`]: the on-disk store, its config, writer lock and durability;
+//! - [`store`]: L2, the searchable store: its folder, config, writer lock,
+//!   durability and the access log;
 //! - [`index`]: the tantivy schema (with the stored embedding's bytes) and the tokenizer;
 //! - [`files`]: small files replaced whole, atomically or durably;
 //! - [`check`]: a health check's answer, which each room's `verify` gives;
 //! - [`embed`]: local embeddings (all-MiniLM-L6-v2 on ONNX Runtime);
 //! - [`vectors`]: the vector side of search, aligned with the text index;
 //! - [`search`]: queries, filters, snippets, batch search;
-//! - [`archive`]: the L3 tier: compressed archive, prune, retention, restore;
+//! - [`archive`]: the L3 tier: month files of checksummed zstd frames, the L3
+//!   index, pruned digests;
+//! - [`tiers`]: what spans L2 and L3: archive, restore, prune, recovery,
+//!   superseding, retention (`maintain`), find, stats and verify of both tiers;
 //! - [`export`]: every record as a JSON line that `add` takes back unchanged;
 //! - [`load`]: adding files of records (or of export lines) as one all-or-nothing batch;
-//! - [`eval`]: BEIR evaluation, the yardstick for ranking changes;
-//! - [`bench`]: realistic corpora generated from real agent transcripts;
 //! - [`transcript`]: Claude Code, OpenClaw and generic transcripts in one message model;
 //! - [`context`]: token counting, rolling eviction, tool-output truncation, priorities;
 //! - [`flows`]: what callers ask for end to end (evict), shared by the CLI,
@@ -29,8 +31,13 @@
 //!   the access log, applies the retention policy and finishes interrupted
 //!   operations, started on demand by writers;
 //! - [`integrations`]: how agents reach the store (MCP server, OpenClaw and QMD,
-//!   Claude Code install);
-//! - [`cli`]: the `knowledge-db` command line.
+//!   Claude Code install).
+//!
+//! The `knowledge-db` binary (`src/main.rs`) holds what only the command line
+//! needs: its flags and handlers (`cli/`), `eval` (BEIR evaluation, the
+//! yardstick for ranking changes) and `bench` (corpora generated from real
+//! transcripts, timed search processes). They use this library's public API
+//! and nothing else: the library cannot reach back into them.
 //!
 //! ```
 //! use std::time::Duration;
@@ -60,13 +67,10 @@
 //! ```
 
 pub mod archive;
-pub mod bench;
 pub mod check;
-pub mod cli;
 pub mod context;
 pub mod embed;
 pub mod error;
-pub mod eval;
 pub mod export;
 pub mod files;
 pub mod flows;

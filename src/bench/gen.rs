@@ -63,7 +63,7 @@ pub enum GenError {
     #[error("cannot encode a record as JSON: {0}")]
     Json(#[from] serde_json::Error),
     #[error(transparent)]
-    Transcript(#[from] crate::error::Error),
+    Transcript(#[from] knowledge_db::error::Error),
 }
 
 impl GenError {

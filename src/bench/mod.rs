@@ -41,5 +41,5 @@ pub mod process;
 pub mod run;
 mod turns;
 
-pub use gen::{generate, GenError, GenOptions, GenSummary};
-pub use run::{run, RunOptions, RunReport, VectorPlan};
+pub use gen::{generate, GenOptions};
+pub use run::run;

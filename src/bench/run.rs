@@ -35,16 +35,16 @@ use serde::Serialize;
 
 use super::process::{measure_through_helper, Measured};
 use super::{generate, GenOptions};
-use crate::embed::text::{embedding_text, text_hash};
-use crate::embed::{normalize, EmbedError, Embedder, OnnxEmbedder, Workload, DIM, MODEL_ID};
-use crate::error::{Error, Result};
-use crate::index::IndexFields;
-use crate::load::read_records;
-use crate::record::{ParseOptions, Record};
-use crate::search::batch::read_queries;
-use crate::search::fusion::Fusion;
-use crate::search::{Filters, Mode, RankOptions, SearchEngine};
-use crate::store::{dir_size, AddPhases, Store};
+use knowledge_db::embed::text::{embedding_text, text_hash};
+use knowledge_db::embed::{normalize, EmbedError, Embedder, OnnxEmbedder, Workload, DIM, MODEL_ID};
+use knowledge_db::error::{Error, Result};
+use knowledge_db::index::IndexFields;
+use knowledge_db::load::read_records;
+use knowledge_db::record::{ParseOptions, Record};
+use knowledge_db::search::batch::read_queries;
+use knowledge_db::search::fusion::Fusion;
+use knowledge_db::search::{Filters, Mode, RankOptions, SearchEngine};
+use knowledge_db::store::{dir_size, AddPhases, Store};
 
 /// Where the vectors of a run come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -281,7 +281,7 @@ pub fn run(options: &RunOptions, progress: &mut dyn FnMut(&str)) -> Result<RunRe
             .search
             .push(time_searches(&engine, &texts, &targets, judged, mode)?);
     }
-    report.vector_graphs = crate::vectors::graph_count(&store_dir);
+    report.vector_graphs = knowledge_db::vectors::graph_count(&store_dir);
     report.segments = store.reader()?.searcher().segment_readers().len();
     drop(engine);
 
@@ -315,7 +315,7 @@ pub fn run(options: &RunOptions, progress: &mut dyn FnMut(&str)) -> Result<RunRe
 fn export(
     dir: &Path,
     records: &[Record],
-    queries: &[crate::search::batch::BatchQuery],
+    queries: &[knowledge_db::search::batch::BatchQuery],
     targets: &[String],
     embedder: &mut BenchEmbedder,
 ) -> Result<()> {
@@ -335,17 +335,18 @@ fn export(
         let vector = embedder
             .embed(&[embedding_text(record).as_str()])
             .map_err(|e| Error::Usage(e.to_string()))?;
-        let row = vector
-            .first()
-            .map_or_else(|| vec![0u8; DIM * 4], |v| crate::index::embedding_bytes(v));
+        let row = vector.first().map_or_else(
+            || vec![0u8; DIM * 4],
+            |v| knowledge_db::index::embedding_bytes(v),
+        );
         doc_vectors.write_all(&row).map_err(io)?;
     }
     let (mut out, mut query_vectors) = (create("queries.jsonl")?, create("query_vectors.f32")?);
     let texts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
     let model = embedder.model().map_err(|e| Error::Usage(e.to_string()))?;
     for (chunk, chunk_targets) in texts
-        .chunks(crate::embed::BATCH)
-        .zip(targets.chunks(crate::embed::BATCH))
+        .chunks(knowledge_db::embed::BATCH)
+        .zip(targets.chunks(knowledge_db::embed::BATCH))
     {
         let vectors = model
             .embed(chunk)
@@ -354,7 +355,7 @@ fn export(
             let line = serde_json::json!({"text": text, "target": target});
             writeln!(out, "{line}").map_err(io)?;
             query_vectors
-                .write_all(&crate::index::embedding_bytes(&v))
+                .write_all(&knowledge_db::index::embedding_bytes(&v))
                 .map_err(io)?;
         }
     }
@@ -368,7 +369,7 @@ fn read_corpus(corpus: &Path) -> Result<Vec<Record>> {
     let scratch = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?;
     let store = Store::init(&scratch.path().join("parse"))?;
     let options = ParseOptions {
-        added_at: crate::now_rfc3339(),
+        added_at: knowledge_db::now_rfc3339(),
         ..ParseOptions::default()
     };
     let batch = read_records(
@@ -387,7 +388,7 @@ fn fresh_dir(dir: &Path) -> Result<PathBuf> {
     Ok(dir.to_path_buf())
 }
 
-fn target_of(query: &crate::search::batch::BatchQuery) -> String {
+fn target_of(query: &knowledge_db::search::batch::BatchQuery) -> String {
     query
         .metadata
         .get("target")
@@ -427,7 +428,7 @@ fn timed_add(
 fn time_tokenizing(records: &[Record]) -> Result<(f64, u64)> {
     use tantivy::tokenizer::TokenStream;
     let fields = IndexFields::from_schema(&IndexFields::schema())?;
-    let mut analyzer = crate::index::tokenizer::analyzer();
+    let mut analyzer = knowledge_db::index::tokenizer::analyzer();
     let started = Instant::now();
     let mut tokens = 0;
     for (_, text) in records.iter().flat_map(|record| fields.texts(record)) {
@@ -496,7 +497,7 @@ fn time_searches(
         if judged.is_none_or(|j| j.contains(target)) {
             asked += 1;
             // A hit stands for the copies of its text folded into it.
-            let stands_for = |hit: &crate::search::batch::RankedId| {
+            let stands_for = |hit: &knowledge_db::search::batch::RankedId| {
                 hit.id == *target || hit.duplicates.contains(target)
             };
             if hits.iter().any(stands_for) {
@@ -671,7 +672,7 @@ impl BenchEmbedder {
     /// any vector.
     fn prepare(&mut self) -> std::result::Result<(), EmbedError> {
         let texts = std::mem::take(&mut self.sample_texts);
-        for chunk in texts.chunks(crate::embed::GROUP) {
+        for chunk in texts.chunks(knowledge_db::embed::GROUP) {
             let batch: Vec<&str> = chunk.iter().map(String::as_str).collect();
             self.embed(&batch)?;
         }
@@ -747,7 +748,7 @@ fn append_to_cache<'v>(path: &Path, entries: impl Iterator<Item = (u64, &'v [f32
     }
     for (hash, v) in entries {
         out.write_all(&hash.to_le_bytes()).map_err(io)?;
-        out.write_all(&crate::index::embedding_bytes(v))
+        out.write_all(&knowledge_db::index::embedding_bytes(v))
             .map_err(io)?;
     }
     out.flush().map_err(io)
@@ -825,7 +826,7 @@ fn load_cache(path: &Path) -> Result<HashMap<u64, Vec<f32>>> {
     // A torn last entry (a run killed while saving) is ignored.
     while input.read_exact(&mut entry).is_ok() {
         let hash = u64::from_le_bytes(entry[..8].try_into().unwrap_or_default());
-        if let Some(v) = crate::index::embedding_from_bytes(&entry[8..], DIM) {
+        if let Some(v) = knowledge_db::index::embedding_from_bytes(&entry[8..], DIM) {
             cache.insert(hash, v);
         }
     }

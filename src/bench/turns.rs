@@ -1,6 +1,6 @@
 //! Real transcripts folded into turns, for the benchmark generator.
 //!
-//! The transcripts are read by the real readers of [`crate::transcript`] (every
+//! The transcripts are read by the real readers of [`knowledge_db::transcript`] (every
 //! format they know, gzipped or not); this module folds their messages into
 //! **turns**, the unit the generator summarises:
 //! - an assistant turn is one API response (the reader already joins the lines
@@ -22,7 +22,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::gen::GenError;
-use crate::transcript::{self, Block, Message};
+use knowledge_db::transcript::{self, Block, Message};
 
 /// Longest text block kept per turn, in characters.
 const MAX_TEXT_CHARS: usize = 8000;

@@ -7,12 +7,12 @@ use anyhow::bail;
 use clap::Args;
 
 use super::output;
-use crate::error::Error;
-use crate::record::input::human_bytes;
-use crate::record::time::parse_duration_secs;
-use crate::store::Store;
-use crate::tiers::ops::{self, RestoreWhat, Selection};
-use crate::tiers::policy;
+use knowledge_db::error::Error;
+use knowledge_db::record::input::human_bytes;
+use knowledge_db::record::time::parse_duration_secs;
+use knowledge_db::store::Store;
+use knowledge_db::tiers::ops::{self, RestoreWhat, Selection};
+use knowledge_db::tiers::policy;
 
 fn parse_duration(text: &str) -> Result<i64, String> {
     parse_duration_secs(text)
@@ -273,7 +273,7 @@ pub(crate) fn run_restore(root: &Path, args: RestoreArgs) -> anyhow::Result<Exit
     let report = ops::restore(
         &store,
         &what,
-        || super::load_embedder(crate::embed::Workload::Batches).ok(),
+        || super::load_embedder(knowledge_db::embed::Workload::Batches).ok(),
         store.lock_timeout(args.lock_timeout),
     )?;
     if args.json {

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand, ValueEnum};
 
 use super::*;
-use crate::record::time::parse_bound;
-use crate::record::Kind;
-use crate::search::fusion::Fusion;
-use crate::search::{Mode, RankOptions, TierFilter};
+use knowledge_db::record::time::parse_bound;
+use knowledge_db::record::Kind;
+use knowledge_db::search::fusion::Fusion;
+use knowledge_db::search::{Mode, RankOptions, TierFilter};
 
 #[derive(Debug, Args)]
 pub(super) struct JsonFlag {
@@ -81,11 +81,11 @@ pub(super) struct RankArgs {
     pub(super) mode: Mode,
 
     /// How hybrid mode fuses the two rankings
-    #[arg(long, value_enum, default_value_t = crate::search::DEFAULT_FUSION)]
+    #[arg(long, value_enum, default_value_t = knowledge_db::search::DEFAULT_FUSION)]
     pub(super) fusion: Fusion,
 
     /// Weight of the vector side in linear and z-score fusion (0 = BM25 only, 1 = vector only)
-    #[arg(long, default_value_t = crate::search::DEFAULT_ALPHA, value_parser = parse_alpha)]
+    #[arg(long, default_value_t = knowledge_db::search::DEFAULT_ALPHA, value_parser = parse_alpha)]
     pub(super) alpha: f32,
 }
 
@@ -124,7 +124,7 @@ pub(super) struct SearchArgs {
     pub(super) k: usize,
 
     /// Search this namespace
-    #[arg(long, value_name = "NS", default_value = crate::record::DEFAULT_NAMESPACE, conflicts_with = "all_namespaces")]
+    #[arg(long, value_name = "NS", default_value = knowledge_db::record::DEFAULT_NAMESPACE, conflicts_with = "all_namespaces")]
     pub(super) namespace: String,
 
     /// Search every namespace
@@ -353,5 +353,5 @@ pub(super) struct GenArgs {
 }
 
 pub(super) fn parse_time_arg(text: &str) -> Result<i64, String> {
-    parse_bound(text, crate::now_unix())
+    parse_bound(text, knowledge_db::now_unix())
 }

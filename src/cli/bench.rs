@@ -195,7 +195,7 @@ fn print_add(label: &str, a: &AddTiming) {
         a.records_per_sec,
         a.seconds,
         a.peak_rss_mb,
-        crate::record::input::human_bytes(a.disk_bytes),
+        knowledge_db::record::input::human_bytes(a.disk_bytes),
         a.bytes_per_record
     );
     let p = &a.phases;

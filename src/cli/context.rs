@@ -11,11 +11,11 @@ use serde_json::json;
 
 use super::ingest::{FormatArg, TranscriptStoreArgs};
 use super::output;
-use crate::context::budget::reported_prompt;
-use crate::context::tokens::Tokenizer;
-use crate::context::truncate::TruncateOptions;
-use crate::flows::evict::tokenizer_for;
-use crate::transcript::{read_file, read_slice, ReadFrom, Transcript};
+use knowledge_db::context::budget::reported_prompt;
+use knowledge_db::context::tokens::Tokenizer;
+use knowledge_db::context::truncate::TruncateOptions;
+use knowledge_db::flows::evict::tokenizer_for;
+use knowledge_db::transcript::{read_file, read_slice, ReadFrom, Transcript};
 
 pub const TOKENS_HELP: &str = "\
 Examples:

@@ -8,8 +8,8 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 
 use super::{output, KindArg};
-use crate::export::{export, ExportOptions, ExportReport, Tiers};
-use crate::store::Store;
+use knowledge_db::export::{export, ExportOptions, ExportReport, Tiers};
+use knowledge_db::store::Store;
 
 pub(crate) const AFTER_HELP: &str = "\
 Each line holds one record: the JSON it was given (`source`) and what the store
@@ -102,7 +102,7 @@ pub(crate) fn run(root: &Path, args: ExportArgs) -> anyhow::Result<ExitCode> {
         report.l2,
         report.l3,
         report.with_vector,
-        crate::record::input::human_bytes(report.bytes)
+        knowledge_db::record::input::human_bytes(report.bytes)
     );
     match (&args.out, args.json) {
         (Some(_), true) => output::print_json(&report)?,

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 
 use super::install::{self, DOCTOR_HELP, INSTALL_HELP};
-use crate::integrations::hooks::{self, Gates, HookFiles, HookInput, HookSettings};
+use knowledge_db::integrations::hooks::{self, Gates, HookFiles, HookInput, HookSettings};
 
 /// Set to `1` (or `true`, `yes`), every hook does nothing and prints nothing.
 pub const DISABLE_ENV: &str = "DISABLE_AUTO_CONTEXT_MANAGER";
@@ -132,7 +132,7 @@ pub struct Thresholds {
 }
 
 impl Thresholds {
-    fn settings(&self, root: &Path) -> crate::Result<HookSettings> {
+    fn settings(&self, root: &Path) -> knowledge_db::Result<HookSettings> {
         let mut s = HookSettings::from_store(root)?;
         if let Some(v) = self.check_every {
             s.check_every_turns = v;

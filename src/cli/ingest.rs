@@ -6,10 +6,10 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 
 use super::{load_embedder, output, EmbedWhen};
-use crate::embed::{Embedder, Workload};
-use crate::store::Store;
-use crate::transcript::ingest::{ingest, IngestOptions, IngestReport};
-use crate::transcript::{find_files, Format};
+use knowledge_db::embed::{Embedder, Workload};
+use knowledge_db::store::Store;
+use knowledge_db::transcript::ingest::{ingest, IngestOptions, IngestReport};
+use knowledge_db::transcript::{find_files, Format};
 
 pub const AFTER_HELP: &str = "\
 Examples:
@@ -55,7 +55,7 @@ pub struct TranscriptStoreArgs {
     pub format: FormatArg,
 
     /// Namespace for the stored messages (a project or workspace)
-    #[arg(long, value_name = "NS", default_value = crate::record::DEFAULT_NAMESPACE)]
+    #[arg(long, value_name = "NS", default_value = knowledge_db::record::DEFAULT_NAMESPACE)]
     pub namespace: String,
 
     /// Read and report only; write nothing
@@ -109,7 +109,8 @@ pub fn run(root: &std::path::Path, args: IngestArgs) -> anyhow::Result<ExitCode>
         (Some(store), when) => {
             let later = when == Some(EmbedWhen::Later)
                 || (when.is_none()
-                    && store.config().embedding.on_add == crate::store::config::EmbedOnAdd::Later);
+                    && store.config().embedding.on_add
+                        == knowledge_db::store::config::EmbedOnAdd::Later);
             if later {
                 None
             } else {
@@ -157,7 +158,7 @@ fn print_report(r: &IngestReport) {
         "read {} transcript{} ({}, {} lines): {} messages, {} tool calls, {} lines skipped ({} not JSON, {} of unknown type), parsed at {:.1} MB/s",
         r.files.len(),
         if r.files.len() == 1 { "" } else { "s" },
-        crate::record::input::human_bytes(r.bytes_read),
+        knowledge_db::record::input::human_bytes(r.bytes_read),
         r.lines,
         r.messages,
         r.tool_calls,

@@ -11,8 +11,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::integrations::claude_code::{plan, Install, Scope, Targets};
-use crate::integrations::doctor::{doctor, Outcome};
+use knowledge_db::integrations::claude_code::{plan, Install, Scope, Targets};
+use knowledge_db::integrations::doctor::{doctor, Outcome};
 
 pub(super) const INSTALL_HELP: &str = "\
 Every command written runs this binary by its absolute path on this store
@@ -109,7 +109,7 @@ pub(super) fn install(root: &Path, args: InstallArgs) -> anyhow::Result<ExitCode
         .arg("--version")
         .output();
     if !version.is_ok_and(|o| o.status.success() && o.stdout.starts_with(b"knowledge-db")) {
-        anyhow::bail!(crate::error::Error::Usage(format!(
+        anyhow::bail!(knowledge_db::error::Error::Usage(format!(
             "{} does not run as knowledge-db (`--version` failed); pass --binary PATH to a working one",
             install.binary.display()
         )));
@@ -118,7 +118,7 @@ pub(super) fn install(root: &Path, args: InstallArgs) -> anyhow::Result<ExitCode
     let mut created_store = false;
     if !args.dry_run {
         if !install.store.join("config.toml").exists() {
-            crate::store::Store::init(&install.store)?;
+            knowledge_db::store::Store::init(&install.store)?;
             created_store = true;
         }
         plan.apply()?;

@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::integrations::mcp::serve_stdio;
-use crate::integrations::service::MemoryService;
-use crate::store::Store;
+use knowledge_db::integrations::mcp::serve_stdio;
+use knowledge_db::integrations::service::MemoryService;
+use knowledge_db::store::Store;
 
 #[derive(Debug, Args)]
 pub struct McpArgs {
@@ -50,7 +50,7 @@ pub fn run(root: &Path, args: McpArgs) -> anyhow::Result<ExitCode> {
     let embedder = if args.no_vectors {
         Err("turned off with --no-vectors".to_string())
     } else {
-        super::load_embedder(crate::embed::Workload::Batches)
+        super::load_embedder(knowledge_db::embed::Workload::Batches)
     };
     if let Err(why) = &embedder {
         eprintln!("knowledge-db mcp: vector: unavailable: {why}; searching with BM25");

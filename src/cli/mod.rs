@@ -28,10 +28,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::embed::{Embedder, OnnxEmbedder, Workload};
-use crate::error::Error;
-use crate::store::{default_root, Store};
 use args::*;
+use knowledge_db::embed::{Embedder, OnnxEmbedder, Workload};
+use knowledge_db::error::Error;
+use knowledge_db::store::{default_root, Store};
 use records::{add, delete, embed, get, init, stats};
 use search::{bench_gen, engine_for, eval};
 
@@ -322,7 +322,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 /// due (or, with upkeep off, applies the retention policy here). The write
 /// already succeeded, so anything that goes wrong is a line on stderr.
 pub(crate) fn after_write(store: &Store, vectors_waiting: Option<u64>) {
-    if let Some(line) = crate::upkeep::after_write(store, vectors_waiting) {
+    if let Some(line) = knowledge_db::upkeep::after_write(store, vectors_waiting) {
         eprintln!("{line}");
     }
 }

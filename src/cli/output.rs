@@ -6,11 +6,11 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::load::AddSummary;
-use crate::record::input::human_bytes;
-use crate::record::Record;
-use crate::search::SearchResponse;
-use crate::tiers::Stats;
+use knowledge_db::load::AddSummary;
+use knowledge_db::record::input::human_bytes;
+use knowledge_db::record::Record;
+use knowledge_db::search::SearchResponse;
+use knowledge_db::tiers::Stats;
 
 pub fn print_json<T: Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
@@ -78,12 +78,14 @@ pub fn record_json(record: &Record) -> Value {
 
 /// A record found in either tier; an archived one also says when it was
 /// archived and what pruning dropped from it.
-pub fn found_json(found: &crate::tiers::Found) -> Value {
+pub fn found_json(found: &knowledge_db::tiers::Found) -> Value {
     let mut value = record_json(found.record());
-    if let (crate::tiers::Found::Archived(entry), Some(object)) = (found, value.as_object_mut()) {
+    if let (knowledge_db::tiers::Found::Archived(entry), Some(object)) =
+        (found, value.as_object_mut())
+    {
         object.insert(
             "archived_at".into(),
-            json!(crate::record::parse::format_time(entry.archived_at)),
+            json!(knowledge_db::record::parse::format_time(entry.archived_at)),
         );
         object.insert("dropped".into(), json!(entry.dropped));
     }
@@ -264,11 +266,11 @@ pub fn print_stats(s: &Stats) {
             s.vectors.drafts
         ));
     }
-    if s.vector_text_rules < crate::embed::text::RECIPE {
+    if s.vector_text_rules < knowledge_db::embed::text::RECIPE {
         rules.push_str(&format!(
             " (text rules {} of {}: the upkeep embeds the changed texts again)",
             s.vector_text_rules,
-            crate::embed::text::RECIPE
+            knowledge_db::embed::text::RECIPE
         ));
     }
     println!(

@@ -8,11 +8,11 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use crate::integrations::qmd::{
+use knowledge_db::integrations::qmd::{
     self, collections_file, Collection, Collections, QmdMode, DEFAULT_MASK,
 };
-use crate::search::SearchEngine;
-use crate::store::Store;
+use knowledge_db::search::SearchEngine;
+use knowledge_db::store::Store;
 
 pub const AFTER_HELP: &str = "\
 OpenClaw calls these with `memory.backend: \"qmd\"` and `memory.qmd.command` set to
@@ -102,7 +102,7 @@ pub fn run(root: &Path, command: QmdCommand) -> anyhow::Result<ExitCode> {
             let path = std::path::absolute(&args.path)
                 .with_context(|| format!("resolving {}", args.path.display()))?;
             if !path.is_dir() {
-                anyhow::bail!(crate::Error::Usage(format!(
+                anyhow::bail!(knowledge_db::Error::Usage(format!(
                     "{} is not a folder",
                     path.display()
                 )));
@@ -155,7 +155,7 @@ pub fn run(root: &Path, command: QmdCommand) -> anyhow::Result<ExitCode> {
             }
         }
         QmdCommand::Embed(args) => {
-            let done = match super::load_embedder(crate::embed::Workload::Batches) {
+            let done = match super::load_embedder(knowledge_db::embed::Workload::Batches) {
                 Ok(mut embedder) => store.embed_missing(
                     embedder.as_mut(),
                     256,
@@ -194,7 +194,7 @@ fn open_or_create(root: &Path) -> anyhow::Result<Store> {
 }
 
 fn status(store: &Store, collections: &Collections, json: bool) -> anyhow::Result<()> {
-    let stats = crate::tiers::stats(store)?;
+    let stats = knowledge_db::tiers::stats(store)?;
     let chunks = |name: &str| {
         stats
             .by_namespace
@@ -248,11 +248,11 @@ fn search(
     let engine = if mode == QmdMode::Search {
         SearchEngine::new(store)?
     } else {
-        let rank = crate::search::RankOptions {
+        let rank = knowledge_db::search::RankOptions {
             mode: mode.mode(),
             ..Default::default()
         };
-        super::engine_for(store, &rank, crate::embed::Workload::Queries)?
+        super::engine_for(store, &rank, knowledge_db::embed::Workload::Queries)?
     };
     let hits = qmd::search(
         store,

@@ -3,9 +3,9 @@
 use std::process::ExitCode;
 
 use super::*;
-use crate::embed::{Embedder, OnnxEmbedder, Workload};
-use crate::record::{Kind, ParseOptions};
-use crate::store::Store;
+use knowledge_db::embed::{Embedder, OnnxEmbedder, Workload};
+use knowledge_db::record::{Kind, ParseOptions};
+use knowledge_db::store::Store;
 
 pub(super) fn init(root: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
     let store = Store::init(root)?;
@@ -32,12 +32,12 @@ pub(super) fn add(root: &std::path::Path, args: AddArgs) -> anyhow::Result<ExitC
         },
         namespace: args.namespace.clone(),
         namespace_field: args.namespace_field.clone(),
-        added_at: crate::now_rfc3339(),
+        added_at: knowledge_db::now_rfc3339(),
     };
     let spinner = output::spinner("reading and indexing records");
     let mut stdin = std::io::stdin().lock();
     if args.dry_run {
-        let batch = crate::load::read_records(&store, &args.paths, &mut stdin, &options)?;
+        let batch = knowledge_db::load::read_records(&store, &args.paths, &mut stdin, &options)?;
         spinner.finish_and_clear();
         if args.json {
             output::print_json(&serde_json::json!({
@@ -50,14 +50,14 @@ pub(super) fn add(root: &std::path::Path, args: AddArgs) -> anyhow::Result<ExitC
             println!(
                 "{} valid records ({}); nothing written (--dry-run)",
                 batch.len(),
-                crate::record::input::human_bytes(batch.bytes)
+                knowledge_db::record::input::human_bytes(batch.bytes)
             );
         }
         return Ok(ExitCode::SUCCESS);
     }
     let when = args.embed.unwrap_or(match store.config().embedding.on_add {
-        crate::store::config::EmbedOnAdd::Now => EmbedWhen::Now,
-        crate::store::config::EmbedOnAdd::Later => EmbedWhen::Later,
+        knowledge_db::store::config::EmbedOnAdd::Now => EmbedWhen::Now,
+        knowledge_db::store::config::EmbedOnAdd::Later => EmbedWhen::Later,
     });
     let mut embedder = match when {
         EmbedWhen::Now => match load_embedder(Workload::Batches) {
@@ -71,8 +71,8 @@ pub(super) fn add(root: &std::path::Path, args: AddArgs) -> anyhow::Result<ExitC
     };
     // A segment a queue waits for moves its queue entry (see hooks::queue).
     let started = std::time::Instant::now();
-    let batch = crate::load::read_records(&store, &args.paths, &mut stdin, &options)?;
-    let outcome = crate::integrations::hooks::queue::add_and_settle(
+    let batch = knowledge_db::load::read_records(&store, &args.paths, &mut stdin, &options)?;
+    let outcome = knowledge_db::integrations::hooks::queue::add_and_settle(
         &store,
         batch,
         embedder.as_mut().map(|e| e.as_mut() as &mut dyn Embedder),
@@ -87,7 +87,7 @@ pub(super) fn add(root: &std::path::Path, args: AddArgs) -> anyhow::Result<ExitC
         output::print_json(&value)?;
     } else {
         output::print_add_summary(summary);
-        for line in crate::integrations::hooks::queue::arrival_lines(&outcome.compressed) {
+        for line in knowledge_db::integrations::hooks::queue::arrival_lines(&outcome.compressed) {
             println!("{line}");
         }
     }
@@ -103,7 +103,7 @@ pub(super) fn get(root: &std::path::Path, args: GetArgs) -> anyhow::Result<ExitC
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for id in &args.ids {
-        match crate::tiers::find(&store, id)? {
+        match knowledge_db::tiers::find(&store, id)? {
             Some(record) => found.push(record),
             None => missing.push(id.clone()),
         }
@@ -145,8 +145,8 @@ pub(super) fn delete(root: &std::path::Path, args: DeleteArgs) -> anyhow::Result
 
 pub(super) fn stats(root: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
     let store = Store::open(root)?;
-    let stats = crate::tiers::stats(&store)?;
-    let status = crate::upkeep::status(&store);
+    let stats = knowledge_db::tiers::stats(&store)?;
+    let status = knowledge_db::upkeep::status(&store);
     if json {
         let mut value = serde_json::to_value(&stats)?;
         value["upkeep"] = serde_json::to_value(&status)?;
@@ -165,12 +165,12 @@ pub(super) fn stats(root: &std::path::Path, json: bool) -> anyhow::Result<ExitCo
 pub(super) fn embed(root: &std::path::Path, args: EmbedArgs) -> anyhow::Result<ExitCode> {
     let store = Store::open(root)?;
     let mut embedder = if args.draft {
-        OnnxEmbedder::load_draft(&crate::embed::ModelLocation::locate())
+        OnnxEmbedder::load_draft(&knowledge_db::embed::ModelLocation::locate())
             .map(|e| Box::new(e) as Box<dyn Embedder>)
             .map_err(|e| {
                 anyhow::anyhow!(
                     "{e} (the draft model comes with `{}`)",
-                    crate::embed::SETUP_COMMAND
+                    knowledge_db::embed::SETUP_COMMAND
                 )
             })?
     } else {

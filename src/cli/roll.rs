@@ -11,16 +11,16 @@ use serde_json::json;
 
 use super::context::{read_transcript, EvictArgs, PackArgs};
 use super::output;
-use crate::context::evict::EvictError;
-use crate::context::live::live_context;
-use crate::context::priority::{pack_prompt, PriorityOptions};
-use crate::context::roll::{full_versions, truncate_with_cost, TruncationSummary};
-use crate::error::Error;
-use crate::flows::evict::{
+use knowledge_db::context::evict::EvictError;
+use knowledge_db::context::live::live_context;
+use knowledge_db::context::priority::{pack_prompt, PriorityOptions};
+use knowledge_db::context::roll::{full_versions, truncate_with_cost, TruncationSummary};
+use knowledge_db::error::Error;
+use knowledge_db::flows::evict::{
     record_id_in, store_full, tokenizer_for, Destination, EvictFailure, EvictRequest, Evicted,
 };
-use crate::transcript::ingest::Via;
-use crate::transcript::{Block, Message, Role};
+use knowledge_db::transcript::ingest::Via;
+use knowledge_db::transcript::{Block, Message, Role};
 
 /// Prints messages as JSONL (the generic transcript format).
 fn print_messages(messages: &[Message]) -> anyhow::Result<()> {
@@ -58,7 +58,7 @@ pub fn evict(root: &Path, args: EvictArgs) -> anyhow::Result<ExitCode> {
             lock_timeout: args.common.lock_timeout,
         }),
     };
-    let done = match crate::flows::evict::evict(request) {
+    let done = match knowledge_db::flows::evict::evict(request) {
         Ok(done) => done,
         Err(EvictFailure::Budget(e)) => return Err(usage_error(e)),
         Err(EvictFailure::Store(e)) => return Err(e.into()),

@@ -6,13 +6,13 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 
 use super::*;
-use crate::embed::Workload;
-use crate::error::Error;
 use crate::eval::{evaluate, EvalOptions};
-use crate::record::Kind;
-use crate::search::batch::{read_queries, run_batch};
-use crate::search::{Filters, Mode, RankOptions, SearchEngine, TierFilter};
-use crate::store::Store;
+use knowledge_db::embed::Workload;
+use knowledge_db::error::Error;
+use knowledge_db::record::Kind;
+use knowledge_db::search::batch::{read_queries, run_batch};
+use knowledge_db::search::{Filters, Mode, RankOptions, SearchEngine, TierFilter};
+use knowledge_db::store::Store;
 
 pub(super) fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
     let store = Store::open(root)?;
@@ -67,11 +67,11 @@ pub(super) fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result
             .results
             .iter()
             .map(|hit| {
-                let record = crate::store::get_record(&searcher, store.fields(), &hit.id)?;
+                let record = knowledge_db::store::get_record(&searcher, store.fields(), &hit.id)?;
                 Ok(record.map(|r| r.source))
             })
-            .collect::<crate::Result<Vec<_>>>()?;
-        output::print_json(&crate::integrations::openclaw::search_payload(
+            .collect::<knowledge_db::Result<Vec<_>>>()?;
+        output::print_json(&knowledge_db::integrations::openclaw::search_payload(
             &response, &sources,
         ))?;
     } else if args.json || args.format == SearchFormat::Json {
@@ -79,7 +79,7 @@ pub(super) fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result
     } else {
         output::print_search(&response, std::io::stdout().is_terminal(), args.explain);
     }
-    crate::upkeep::after_read(&store, response.records_without_vector);
+    knowledge_db::upkeep::after_read(&store, response.records_without_vector);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -141,7 +141,7 @@ pub(super) fn engine_for(
         return Ok(SearchEngine::new(store)?);
     }
     let searcher = store.reader()?.searcher();
-    let coverage = crate::vectors::coverage(&searcher)?;
+    let coverage = knowledge_db::vectors::coverage(&searcher)?;
     let embedder = if coverage.with_vector == 0 && coverage.without_vector > 0 {
         Err("no record in the store has a vector yet (run `knowledge-db embed`)".to_string())
     } else {

@@ -8,9 +8,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::integrations::hooks::queue::{queue_path, Queue};
-use crate::integrations::hooks::turns::{read_turns, TurnQuery, DEFAULT_MESSAGE_CHARS};
-use crate::integrations::hooks::HookSettings;
+use knowledge_db::integrations::hooks::queue::{queue_path, Queue};
+use knowledge_db::integrations::hooks::turns::{read_turns, TurnQuery, DEFAULT_MESSAGE_CHARS};
+use knowledge_db::integrations::hooks::HookSettings;
 
 pub const AFTER_HELP: &str = "\
 Turns count the assistant's responses in the session from 1, as the Claude Code hooks

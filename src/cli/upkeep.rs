@@ -1,5 +1,5 @@
 //! `knowledge-db upkeep`: run the store's upkeep now, or show what the
-//! background worker is doing (see `crate::upkeep`).
+//! background worker is doing (see `knowledge_db::upkeep`).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::output;
-use crate::embed::Workload;
-use crate::store::Store;
-use crate::upkeep::{self, RunOptions, Status};
+use knowledge_db::embed::Workload;
+use knowledge_db::store::Store;
+use knowledge_db::upkeep::{self, RunOptions, Status};
 
 pub(crate) const AFTER_HELP: &str = "\
 Writers start the upkeep in the background when something is due (records
@@ -58,13 +58,13 @@ pub(crate) fn run(root: &Path, args: UpkeepArgs) -> anyhow::Result<ExitCode> {
         output::progress_bar()
     };
     let mut load = || {
-        crate::embed::OnnxEmbedder::load_default(Workload::Batches)
-            .map(|e| Box::new(e) as Box<dyn crate::embed::Embedder>)
+        knowledge_db::embed::OnnxEmbedder::load_default(Workload::Batches)
+            .map(|e| Box::new(e) as Box<dyn knowledge_db::embed::Embedder>)
             .map_err(|e| e.to_string())
     };
     let mut load_draft = || {
-        crate::embed::OnnxEmbedder::load_draft(&crate::embed::ModelLocation::locate())
-            .map(|e| Box::new(e) as Box<dyn crate::embed::Embedder>)
+        knowledge_db::embed::OnnxEmbedder::load_draft(&knowledge_db::embed::ModelLocation::locate())
+            .map(|e| Box::new(e) as Box<dyn knowledge_db::embed::Embedder>)
             .map_err(|e| e.to_string())
     };
     let mut progress = |step: &str, done: u64, total: u64| {

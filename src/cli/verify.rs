@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::output;
-use crate::tiers::verify::{repair_root, verify_root, VerifyReport};
+use knowledge_db::tiers::verify::{repair_root, verify_root, VerifyReport};
 
 #[derive(Debug, Args)]
 pub(crate) struct VerifyArgs {
@@ -51,7 +51,7 @@ pub(crate) fn run_verify(root: &Path, args: VerifyArgs) -> anyhow::Result<ExitCo
 
 pub(crate) fn run_repair(root: &Path, args: RepairArgs) -> anyhow::Result<ExitCode> {
     // Only the config is read here: the text index may be too damaged to open.
-    let config = crate::store::Config::load(&root.join("config.toml"))?;
+    let config = knowledge_db::store::Config::load(&root.join("config.toml"))?;
     let secs = args.lock_timeout.unwrap_or(config.limits.lock_timeout_secs);
     let lock_timeout = std::time::Duration::from_secs_f64(secs.max(0.0));
     let bar = output::progress_bar();

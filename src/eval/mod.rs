@@ -29,15 +29,15 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::embed::Embedder;
-use crate::error::{Error, Result};
-use crate::load::add_paths;
-use crate::record::ParseOptions;
-use crate::search::batch::{read_queries, run_batch, BatchQuery};
-use crate::search::fusion::Fusion;
-use crate::search::{Filters, Mode, RankOptions, SearchEngine};
-use crate::store::Store;
-use crate::transcript::ingest::{ingest, IngestOptions};
+use knowledge_db::embed::Embedder;
+use knowledge_db::error::{Error, Result};
+use knowledge_db::load::add_paths;
+use knowledge_db::record::ParseOptions;
+use knowledge_db::search::batch::{read_queries, run_batch, BatchQuery};
+use knowledge_db::search::fusion::Fusion;
+use knowledge_db::search::{Filters, Mode, RankOptions, SearchEngine};
+use knowledge_db::store::Store;
+use knowledge_db::transcript::ingest::{ingest, IngestOptions};
 
 /// How deep each query's ranking goes (the largest cut-off reported).
 const DEPTH: usize = 100;
@@ -290,7 +290,7 @@ pub fn evaluate(
             scope_field: scope_field.as_deref(),
             min_score: options
                 .min_score
-                .unwrap_or_else(|| crate::search::default_min_score(rank, vectors)),
+                .unwrap_or_else(|| knowledge_db::search::default_min_score(rank, vectors)),
         };
         reports.push(run.judged(
             &judged,
@@ -392,7 +392,7 @@ impl Corpus {
             Corpus::Beir(path) => {
                 let parse = ParseOptions {
                     namespace_field,
-                    added_at: crate::now_rfc3339(),
+                    added_at: knowledge_db::now_rfc3339(),
                     ..ParseOptions::default()
                 };
                 let added = add_paths(
@@ -412,7 +412,7 @@ impl Corpus {
             Corpus::Transcripts(files) => {
                 let options = IngestOptions {
                     format: None,
-                    namespace: crate::record::DEFAULT_NAMESPACE.to_string(),
+                    namespace: knowledge_db::record::DEFAULT_NAMESPACE.to_string(),
                     dry_run: false,
                     full: false,
                 };
@@ -500,7 +500,8 @@ fn abstention(
         queries: 0,
         answered_nothing: 0,
         share: 0.0,
-        min_score: min_score.unwrap_or_else(|| crate::search::default_min_score(rank, vectors)),
+        min_score: min_score
+            .unwrap_or_else(|| knowledge_db::search::default_min_score(rank, vectors)),
         by_kind: BTreeMap::new(),
     };
     let filters = Filters {
@@ -606,7 +607,7 @@ impl Run<'_> {
                     return Ok(());
                 };
                 let all: Vec<String> = result.results.iter().map(|r| credited(r, rels)).collect();
-                let kept: Vec<&crate::search::batch::RankedId> = result
+                let kept: Vec<&knowledge_db::search::batch::RankedId> = result
                     .results
                     .iter()
                     .filter(|r| r.score >= self.min_score)
@@ -662,7 +663,7 @@ impl Run<'_> {
 
 /// The id a hit is judged by: its own when judged relevant, else that of a
 /// relevant copy folded into it (the hit shows that copy's text), else its own.
-fn credited(hit: &crate::search::batch::RankedId, rels: &HashMap<String, f64>) -> String {
+fn credited(hit: &knowledge_db::search::batch::RankedId, rels: &HashMap<String, f64>) -> String {
     let relevant = |id: &String| rels.get(id).is_some_and(|&g| g > 0.0);
     if relevant(&hit.id) {
         return hit.id.clone();
@@ -677,12 +678,12 @@ fn credited(hit: &crate::search::batch::RankedId, rels: &HashMap<String, f64>) -
 /// Whether an answer session is among the sessions of the top 5 hits, and an
 /// evidence record among the top 10 (a hit counts for the copies folded into it).
 fn agent_hits(
-    hits: &[&crate::search::batch::RankedId],
+    hits: &[&knowledge_db::search::batch::RankedId],
     evidence: &HashMap<String, f64>,
     answers: &std::collections::HashSet<String>,
     sessions: &mut SessionOf,
 ) -> Result<(bool, bool)> {
-    let ids_of = |hit: &crate::search::batch::RankedId| {
+    let ids_of = |hit: &knowledge_db::search::batch::RankedId| {
         std::iter::once(hit.id.clone())
             .chain(hit.duplicates.iter().cloned())
             .collect::<Vec<_>>()
@@ -870,7 +871,7 @@ fn first_json_line(path: &Path) -> Result<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::batch::RankedId;
+    use knowledge_db::search::batch::RankedId;
 
     #[test]
     fn a_hit_is_credited_with_a_relevant_copy_folded_into_it() {
