@@ -12,7 +12,9 @@ use serde::Serialize;
 /// One named check and what it found.
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
+    /// What was checked, as `verify` lists it (e.g. `vector files`).
     pub name: &'static str,
+    /// Whether the check found nothing wrong.
     pub ok: bool,
     /// What was checked, or what is wrong.
     pub detail: String,

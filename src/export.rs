@@ -52,8 +52,11 @@ pub const FORMAT: &str = "export 1";
 /// Which tiers to export.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Tiers {
+    /// Only the searchable store (L2).
     L2,
+    /// Only the archive (L3).
     L3,
+    /// Both: L2 first, then the archive.
     #[default]
     All,
 }
@@ -61,8 +64,11 @@ pub enum Tiers {
 /// What to export.
 #[derive(Debug, Clone, Default)]
 pub struct ExportOptions {
+    /// Which tiers to read.
     pub tiers: Tiers,
+    /// `None`: every kind.
     pub kind: Option<Kind>,
+    /// Only records of this session id; `None`: every session.
     pub session: Option<String>,
     /// `None`: every namespace.
     pub namespace: Option<String>,
@@ -87,10 +93,15 @@ impl ExportOptions {
 /// What an export wrote.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ExportReport {
+    /// Lines written.
     pub records: u64,
+    /// Lines of live (L2) records.
     pub l2: u64,
+    /// Lines of archived (L3) records.
     pub l3: u64,
+    /// Lines that carry an embedding (drafts included).
     pub with_vector: u64,
+    /// Bytes written, newlines included.
     pub bytes: u64,
 }
 
@@ -233,7 +244,7 @@ pub fn is_export_line(value: &Value) -> bool {
 /// A record read back from an export line, with what the store restores.
 #[derive(Debug, Clone)]
 pub struct Imported {
-    pub record: Record,
+    pub(crate) record: Record,
     /// The exported embedding, when it is still the one of this record's text.
     pub vector: Option<(u64, Vec<f32>)>,
     /// Set for a record that was archived.

@@ -67,22 +67,30 @@
 //! ```
 
 pub mod archive;
+#[warn(missing_docs)]
 pub mod check;
 pub mod context;
+#[warn(missing_docs)]
 pub mod embed;
 pub mod error;
+#[warn(missing_docs)]
 pub mod export;
 pub mod files;
+#[warn(missing_docs)]
 pub mod flows;
 pub mod index;
 pub mod integrations;
+#[warn(missing_docs)]
 pub mod load;
 pub mod record;
 pub mod search;
 pub mod store;
+#[warn(missing_docs)]
 pub mod tiers;
 pub mod transcript;
+#[warn(missing_docs)]
 pub mod upkeep;
+#[warn(missing_docs)]
 pub mod vectors;
 
 pub use error::{Error, Result};

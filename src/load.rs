@@ -23,11 +23,16 @@ use crate::store::{AddReport, Store};
 /// What `add` read and what it did.
 #[derive(Debug, Clone, Serialize)]
 pub struct AddSummary {
+    /// Records read: caller records and export lines together.
     pub records: usize,
+    /// What the store did with them (both writes' counts together).
     #[serde(flatten)]
     pub report: AddReport,
+    /// Bytes of input read.
     pub bytes_read: u64,
+    /// Files in the given folders that are not JSON or JSONL, not read.
     pub skipped_files: Vec<PathBuf>,
+    /// Seconds from the start of reading to the end of the write.
     pub seconds: f64,
 }
 
@@ -38,15 +43,18 @@ pub struct ReadBatch {
     pub records: Vec<Record>,
     /// Records of `knowledge-db export` lines, restored as they were.
     pub imported: Vec<Imported>,
+    /// Bytes of input read.
     pub bytes: u64,
-    pub skipped_files: Vec<PathBuf>,
+    pub(crate) skipped_files: Vec<PathBuf>,
 }
 
 impl ReadBatch {
+    /// Records in the batch, export lines included.
     pub fn len(&self) -> usize {
         self.records.len() + self.imported.len()
     }
 
+    /// Whether the batch holds no record at all.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -160,7 +160,7 @@ pub struct Due {
 }
 
 impl Due {
-    pub fn any(&self) -> bool {
+    pub(crate) fn any(&self) -> bool {
         self.recovery
             || self.vectors > 0
             || self.fold
@@ -322,29 +322,33 @@ pub struct Status {
     /// Whether a worker runs now (read from the lock, not from the file).
     #[serde(default)]
     pub running: bool,
+    /// Process id of the running worker; `None` when none runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
-    /// When the current (or last) worker started and last wrote its status.
+    /// When the current (or last) worker started (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
+    /// When it last wrote its status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub updated_at: Option<String>,
+    pub(crate) updated_at: Option<String>,
     /// What the worker is doing: `recovery`, `vector files`, `maintenance`,
     /// `fold`, `vectors`, `re-embedding`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
-    /// Vectors computed so far by the current (or last) worker, and how many
-    /// records were waiting when it last counted.
+    /// Vectors computed so far by the current (or last) worker.
     #[serde(default)]
     pub embedded: u64,
+    /// Records waiting for a vector when it last counted.
     #[serde(default)]
-    pub vectors_waiting: u64,
+    pub(crate) vectors_waiting: u64,
     /// Records whose vector older embedding-text rules made, still to be
     /// embedded again (counted when the worker starts that step).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub vectors_outdated: u64,
+    /// What the last finished run did (also when it failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_run: Option<Report>,
+    /// Why the last run failed; `None` when it succeeded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<Failure>,
     /// Why vectors cannot be computed, when the model is missing.
@@ -355,23 +359,28 @@ pub struct Status {
 /// A worker's failure.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Failure {
+    /// When it failed (RFC 3339).
     pub at: String,
-    pub at_unix: i64,
+    pub(crate) at_unix: i64,
+    /// The error.
     pub message: String,
 }
 
 /// What one upkeep run did.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Report {
-    pub started_at: String,
+    pub(crate) started_at: String,
+    /// When the run ended (RFC 3339).
     pub finished_at: String,
+    /// Seconds the run took.
     pub seconds: f64,
     /// An interrupted tier operation was finished.
     pub recovered: bool,
     /// Records whose access counts the fold updated.
     pub access_folded: usize,
-    /// Records archived and pruned by the retention policy.
+    /// Records archived by the retention policy.
     pub archived: usize,
+    /// Records pruned by the retention policy.
     pub pruned: usize,
     /// Records that got a vector (drafts included).
     pub embedded: u64,
@@ -406,6 +415,8 @@ pub fn status(store: &Store) -> Status {
 pub struct RunOptions<'a> {
     /// Lower this process's CPU and I/O priority first (the background worker).
     pub background: bool,
+    /// Loads the full model, only when vectors are due; the error says why it
+    /// cannot (kept as the status's `model_unavailable`).
     pub load_embedder: &'a mut dyn FnMut() -> std::result::Result<Box<dyn Embedder>, String>,
     /// Loads the draft model (see `crate::embed::Embedder::is_draft`) for a
     /// backlog of at least `[upkeep] draft_from` records; when it cannot be

@@ -48,21 +48,41 @@ pub const RUNTIME_FILE: &str = "libonnxruntime.so.1.24.4";
 /// The command that installs the model and runtime, for error messages.
 pub const SETUP_COMMAND: &str = "scripts/setup-model.sh";
 
+/// Why an embedder could not be loaded or could not embed.
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
+    /// A file the embedder needs is not there.
     #[error(
         "the embedding model is not installed ({what} missing at {}); run `{SETUP_COMMAND}` \
          or set KNOWLEDGE_DB_MODEL_DIR and ORT_DYLIB_PATH",
         path.display()
     )]
-    NotInstalled { what: &'static str, path: PathBuf },
+    NotInstalled {
+        /// The missing file: a model file's name, or the ONNX Runtime library.
+        what: &'static str,
+        /// Where it was looked for.
+        path: PathBuf,
+    },
 
+    /// The ONNX Runtime library is there but would not load.
     #[error("cannot load ONNX Runtime from {}: {message}; run `{SETUP_COMMAND}` or set ORT_DYLIB_PATH", path.display())]
-    Runtime { path: PathBuf, message: String },
+    Runtime {
+        /// The library's path.
+        path: PathBuf,
+        /// The runtime's own error.
+        message: String,
+    },
 
+    /// A model file (or the tokenizer) is there but would not load.
     #[error("embedding model {}: {message}", path.display())]
-    Model { path: PathBuf, message: String },
+    Model {
+        /// The file that failed (the model folder if the tokenizer loader panicked).
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
 
+    /// Tokenizing or running the model failed.
     #[error("embedding failed: {0}")]
     Inference(String),
 }
@@ -72,6 +92,7 @@ pub trait Embedder: Send {
     /// A name for the vectors' space; vectors of different models never mix.
     fn model_id(&self) -> &str;
 
+    /// Dimensions of every vector it returns.
     fn dim(&self) -> usize;
 
     /// Whether its vectors are drafts: close to the model's (the int8 copy of
@@ -89,7 +110,9 @@ pub trait Embedder: Send {
 /// Where the model and the runtime are, from the environment or the setup defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelLocation {
+    /// Folder holding the model files and the tokenizer.
     pub model_dir: PathBuf,
+    /// Path of the ONNX Runtime shared library.
     pub runtime: PathBuf,
 }
 
@@ -132,6 +155,7 @@ pub struct HashEmbedder {
 }
 
 impl HashEmbedder {
+    /// Vectors of `dim` dimensions (at least 1).
     pub fn new(dim: usize) -> HashEmbedder {
         HashEmbedder {
             dim: dim.max(1),

@@ -108,6 +108,7 @@ impl OnnxEmbedder {
         OnnxEmbedder::load(&ModelLocation::locate(), workload)
     }
 
+    /// Loads the full (fp32) model and the runtime from `location`.
     pub fn load(location: &ModelLocation, workload: Workload) -> Result<OnnxEmbedder, EmbedError> {
         OnnxEmbedder::load_files(location, workload, &FULL)
     }

@@ -35,7 +35,9 @@ pub enum EvictFailure {
 /// Where evicted messages are stored. The store is opened only when there is
 /// something to store.
 pub struct Destination<'a> {
+    /// The store's folder.
     pub root: &'a Path,
+    /// Namespace the evicted messages are stored in.
     pub namespace: &'a str,
     /// Seconds to wait for another writer; `None`: the store's config.
     pub lock_timeout: Option<f64>,
@@ -43,11 +45,14 @@ pub struct Destination<'a> {
 
 /// What to evict from, into what budget.
 pub struct EvictRequest<'a> {
+    /// The transcript whose live context is evicted from.
     pub transcript: &'a Transcript,
     /// Model whose tokenizer counts; `None`: the transcript's own model, else
     /// an estimate.
     pub model: Option<&'a str>,
+    /// The model's context window, in tokens.
     pub context_window: usize,
+    /// Tokens of the window kept free for the model's reply.
     pub reserved_output: usize,
     /// Fraction of (window - reserved output) to get down to.
     pub target: f64,
@@ -64,6 +69,7 @@ pub struct EvictRequest<'a> {
 
 /// What an eviction did.
 pub struct Evicted {
+    /// How tokens were counted (for `model`, else the estimate).
     pub tokenizer: Tokenizer,
     /// The model whose tokenizer counted, if known.
     pub model: Option<String>,
@@ -71,6 +77,8 @@ pub struct Evicted {
     pub compacted: usize,
     /// What the transcript's usage figures say about its prompt.
     pub reported: Option<ReportedPrompt>,
+    /// The truncation and eviction themselves: what was kept, dropped and
+    /// stored, and the token counts before and after.
     pub rolled: Rolled,
     /// Store ids of the evicted messages, in order.
     pub evicted_ids: Vec<String>,

@@ -79,11 +79,14 @@ impl Store {
 /// A record found by [`find`]: live in L2, or archived in L3.
 #[derive(Debug, Clone)]
 pub enum Found {
+    /// Live in L2, searchable.
     Live(Record),
+    /// In the archive (L3), with its archive entry.
     Archived(Entry),
 }
 
 impl Found {
+    /// The record, whichever tier holds it.
     pub fn record(&self) -> &Record {
         match self {
             Found::Live(record) => record,
@@ -106,18 +109,30 @@ pub fn find(store: &Store, id: &str) -> Result<Option<Found>> {
 /// Counts and sizes of both tiers, for `stats`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Stats {
+    /// The store's folder.
     pub store: PathBuf,
+    /// The store's on-disk format version (from its config).
     pub format_version: u32,
     /// Records in both tiers (L2 and the archive); `tiers` has each.
     pub records: u64,
+    /// Records per kind, over both tiers.
     pub by_kind: std::collections::BTreeMap<String, u64>,
+    /// Records per tier (`l2`, `l3`).
     pub by_tier: std::collections::BTreeMap<String, u64>,
+    /// Records per namespace, over both tiers.
     pub by_namespace: std::collections::BTreeMap<String, u64>,
+    /// Bytes of L2's text index folder (`text/`).
     pub text_index_bytes: u64,
+    /// Segments of L2's text index.
     pub segments: usize,
+    /// The oldest record time (RFC 3339) over both tiers; `None` when no
+    /// record has a time.
     pub oldest: Option<String>,
+    /// The newest record time (RFC 3339) over both tiers.
     pub newest: Option<String>,
+    /// How many live (L2) records have vectors.
     pub vectors: crate::vectors::Coverage,
+    /// Bytes of L2's vector files and graphs (`vectors/`).
     pub vector_files_bytes: u64,
     /// Segments with an HNSW graph (the others are scanned exactly).
     pub vector_graphs: usize,

@@ -44,11 +44,15 @@ pub struct Selection {
     pub idle_for: Option<i64>,
     /// Only records whose turns end before this turn (with `session`).
     pub turns_before: Option<u64>,
+    /// Only records of this session id.
     pub session: Option<String>,
+    /// Only records of this namespace (never a condition on its own: see
+    /// [`Selection::is_empty`]).
     pub namespace: Option<String>,
 }
 
 impl Selection {
+    /// Whether no condition but the namespace is given (`archive` asks for one).
     pub fn is_empty(&self) -> bool {
         self.older_than.is_none()
             && self.idle_for.is_none()
@@ -109,16 +113,20 @@ pub fn last_access(record: &Record, access: &AccessMap) -> i64 {
 /// What `archive` did (or, with `dry_run`, would do).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ArchiveReport {
+    /// Nothing was written: the report says what would have moved.
     pub dry_run: bool,
+    /// Records moved (or that would move).
     pub records: usize,
     /// Records per archive file (month).
     pub by_file: BTreeMap<String, usize>,
+    /// Their ids.
     pub ids: Vec<String>,
     /// L2 bytes the records take: their share of the text index and vector files,
     /// by their share of the L2 records' JSON bytes (freed once segments merge).
     pub l2_bytes_freed: u64,
     /// Bytes appended to archive files.
     pub archive_bytes_written: u64,
+    /// Seconds the archive took.
     pub seconds: f64,
     /// Earliest time a record left in L2 becomes due under the selection's age
     /// conditions (for `maintain`'s schedule).
@@ -280,9 +288,9 @@ pub(crate) fn archive_as_given(
 /// How a record was archived: when, and what pruning dropped from it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ArchivedAs {
-    pub id: String,
-    pub archived_at: i64,
-    pub dropped: Vec<String>,
+    pub(crate) id: String,
+    pub(crate) archived_at: i64,
+    pub(crate) dropped: Vec<String>,
 }
 
 /// Moves entries whose records are live in L2 into the archive, in the order
@@ -457,7 +465,9 @@ pub(crate) fn last_copies(
 /// What `restore` did.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct RestoreReport {
+    /// Ids brought back to L2.
     pub restored: Vec<String>,
+    /// Ids asked for that are not in the archive.
     pub missing: Vec<String>,
     /// Restored with their archived embedding.
     pub vectors_kept: usize,
@@ -465,13 +475,15 @@ pub struct RestoreReport {
     pub re_embedded: usize,
     /// Restored without a vector (pruned, and no model): `knowledge-db embed` adds it.
     pub without_vector: usize,
-    pub seconds: f64,
+    pub(crate) seconds: f64,
 }
 
 /// Which archived records `restore` brings back.
 #[derive(Debug, Clone)]
 pub enum RestoreWhat {
+    /// These ids.
     Ids(Vec<String>),
+    /// Every archived record of this session id.
     Session(String),
 }
 
@@ -727,25 +739,36 @@ fn session_summaries(
 /// What `prune` did to one record (or to one range of messages).
 #[derive(Debug, Clone, Serialize)]
 pub struct Pruned {
+    /// The pruned record's id, or the id of the summary that replaces a
+    /// session's messages (`pruned-messages:…`).
     pub id: String,
+    /// The record's kind (`message` for a summary of messages).
     pub kind: Kind,
+    /// What was dropped: the fields left out, a note's text past its first
+    /// 500 characters, the embedding, or the count of messages whose raw text went.
     pub dropped: Vec<String>,
 }
 
 /// What `prune` did (or, with `dry_run`, would do).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PruneReport {
+    /// Nothing was written: the report says what would have been pruned.
     pub dry_run: bool,
     /// Records reduced to summaries (segments, tasks, notes).
     pub records_pruned: usize,
     /// Raw messages dropped, and the summaries that replace them.
     pub messages_dropped: usize,
+    /// Summaries written in their place (one per session per archive file).
     pub message_summaries: usize,
+    /// Archive files (months) rewritten; empty on a dry run.
     pub files_rewritten: Vec<String>,
+    /// Bytes of the archive files with something to prune, before.
     pub bytes_before: u64,
+    /// Bytes of the rewritten files after (0 on a dry run).
     pub bytes_after: u64,
+    /// Each record pruned and each summary of messages, with what it dropped.
     pub pruned: Vec<Pruned>,
-    pub seconds: f64,
+    pub(crate) seconds: f64,
     /// Earliest time an unpruned archived record left becomes due (for `maintain`).
     #[serde(skip)]
     pub next_due: Option<i64>,

@@ -92,13 +92,20 @@ pub struct MaintainReport {
     pub due: bool,
     /// Records whose access counts were updated from the access log.
     pub access_folded: usize,
+    /// The archive run, when it was due.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub archived: Option<ArchiveReport>,
+    /// The prune run, when it was due.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pruned: Option<PruneReport>,
+    /// When the archive condition is checked next (RFC 3339); empty when
+    /// nothing was due and no schedule was kept yet.
     pub next_archive_check: String,
+    /// When the prune condition is checked next (RFC 3339); `None` while
+    /// nothing archived waits for pruning.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_prune_check: Option<String>,
+    /// Seconds the call took.
     pub seconds: f64,
 }
 

@@ -29,24 +29,29 @@ use crate::store::Store;
 /// The result of `verify`.
 #[derive(Debug, Clone, Serialize)]
 pub struct VerifyReport {
-    pub store: PathBuf,
-    pub records: u64,
+    pub(crate) store: PathBuf,
+    pub(crate) records: u64,
+    /// Whether every check passed.
     pub ok: bool,
+    /// Each check and what it found.
     pub checks: Vec<Check>,
 }
 
 /// What `repair` did.
 #[derive(Debug, Clone, Serialize)]
 pub struct RepairReport {
+    /// Damaged derived files deleted, to be built again.
     pub removed: Vec<PathBuf>,
-    /// Vector files and graphs present after the rebuild.
+    /// Vector files present after the rebuild.
     pub vector_files: usize,
+    /// HNSW graphs present after the rebuild.
     pub graphs: usize,
     /// Problems repair cannot fix, and records it could not read back.
     pub unrepairable: Vec<String>,
     /// The rebuild of the text index, when it was damaged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text_rebuilt: Option<RescueReport>,
+    /// `verify` run again after the repair.
     pub after: VerifyReport,
 }
 

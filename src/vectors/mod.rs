@@ -70,6 +70,7 @@ pub struct VectorIndex {
 pub struct Coverage {
     /// Records with a vector, drafts included.
     pub with_vector: u64,
+    /// Records with no vector yet (added with `--embed later`, or with no model).
     pub without_vector: u64,
     /// Records whose vector is a draft (see `crate::index::has_vector::DRAFT`).
     pub drafts: u64,
@@ -100,6 +101,7 @@ impl VectorIndex {
         Ok(VectorIndex { segments, dim })
     }
 
+    /// Dimensions of every vector in the index.
     pub fn dim(&self) -> usize {
         self.dim
     }
