@@ -244,7 +244,8 @@ pub fn is_export_line(value: &Value) -> bool {
 /// A record read back from an export line, with what the store restores.
 #[derive(Debug, Clone)]
 pub struct Imported {
-    pub(crate) record: Record,
+    /// The record as it was exported.
+    pub record: Record,
     /// The exported embedding, when it is still the one of this record's text.
     pub vector: Option<(u64, Vec<f32>)>,
     /// Set for a record that was archived.

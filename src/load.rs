@@ -45,7 +45,8 @@ pub struct ReadBatch {
     pub imported: Vec<Imported>,
     /// Bytes of input read.
     pub bytes: u64,
-    pub(crate) skipped_files: Vec<PathBuf>,
+    /// Files in the given folders that are not JSON or JSONL, not read.
+    pub skipped_files: Vec<PathBuf>,
 }
 
 impl ReadBatch {

@@ -330,7 +330,7 @@ pub struct Status {
     pub started_at: Option<String>,
     /// When it last wrote its status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) updated_at: Option<String>,
+    pub updated_at: Option<String>,
     /// What the worker is doing: `recovery`, `vector files`, `maintenance`,
     /// `fold`, `vectors`, `re-embedding`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -340,7 +340,7 @@ pub struct Status {
     pub embedded: u64,
     /// Records waiting for a vector when it last counted.
     #[serde(default)]
-    pub(crate) vectors_waiting: u64,
+    pub vectors_waiting: u64,
     /// Records whose vector older embedding-text rules made, still to be
     /// embedded again (counted when the worker starts that step).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -361,7 +361,8 @@ pub struct Status {
 pub struct Failure {
     /// When it failed (RFC 3339).
     pub at: String,
-    pub(crate) at_unix: i64,
+    /// The same moment in Unix seconds.
+    pub at_unix: i64,
     /// The error.
     pub message: String,
 }
@@ -369,7 +370,8 @@ pub struct Failure {
 /// What one upkeep run did.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Report {
-    pub(crate) started_at: String,
+    /// When the run started (RFC 3339).
+    pub started_at: String,
     /// When the run ended (RFC 3339).
     pub finished_at: String,
     /// Seconds the run took.

@@ -288,9 +288,12 @@ pub(crate) fn archive_as_given(
 /// How a record was archived: when, and what pruning dropped from it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ArchivedAs {
-    pub(crate) id: String,
-    pub(crate) archived_at: i64,
-    pub(crate) dropped: Vec<String>,
+    /// The record's id.
+    pub id: String,
+    /// When it was archived (Unix seconds).
+    pub archived_at: i64,
+    /// What pruning removed from it (empty when not pruned).
+    pub dropped: Vec<String>,
 }
 
 /// Moves entries whose records are live in L2 into the archive, in the order
@@ -475,7 +478,8 @@ pub struct RestoreReport {
     pub re_embedded: usize,
     /// Restored without a vector (pruned, and no model): `knowledge-db embed` adds it.
     pub without_vector: usize,
-    pub(crate) seconds: f64,
+    /// Seconds the restore took.
+    pub seconds: f64,
 }
 
 /// Which archived records `restore` brings back.
@@ -768,7 +772,8 @@ pub struct PruneReport {
     pub bytes_after: u64,
     /// Each record pruned and each summary of messages, with what it dropped.
     pub pruned: Vec<Pruned>,
-    pub(crate) seconds: f64,
+    /// Seconds the prune took.
+    pub seconds: f64,
     /// Earliest time an unpruned archived record left becomes due (for `maintain`).
     #[serde(skip)]
     pub next_due: Option<i64>,

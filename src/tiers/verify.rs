@@ -29,8 +29,10 @@ use crate::store::Store;
 /// The result of `verify`.
 #[derive(Debug, Clone, Serialize)]
 pub struct VerifyReport {
-    pub(crate) store: PathBuf,
-    pub(crate) records: u64,
+    /// The store's folder.
+    pub store: PathBuf,
+    /// Live L2 records checked.
+    pub records: u64,
     /// Whether every check passed.
     pub ok: bool,
     /// Each check and what it found.
