@@ -27,6 +27,8 @@ cargo fmt --check
 cargo clippy --locked --all-targets -- -D warnings
 # The layering: no two top-level modules may name each other, no cycle.
 python3 scripts/module-graph.py --check
+# The library's documentation builds without a broken or private link.
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --lib --quiet
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --locked --no-fail-fast
 else

@@ -37,7 +37,7 @@ pub const TOOL_OUTPUT_CHARS: usize = 200;
 /// The version of [`embedding_text`]'s rules. A store whose vectors were made
 /// under older rules has the texts that changed embedded again in the
 /// background (`crate::upkeep`); texts that did not change keep their vectors.
-/// 1: every text whole up to [`MAX_CHARS`]; 2: tool calls and outputs cut.
+/// 1: every text whole up to `MAX_CHARS`; 2: tool calls and outputs cut.
 pub const RECIPE: u32 = 2;
 
 /// The text embedded for `record`.

@@ -167,7 +167,7 @@ pub struct Chunk {
 }
 
 /// Cuts markdown into chunks: a new chunk at every heading, and at a blank line
-/// once a chunk is longer than [`CHUNK_CHARS`]. Blank lines at the edges of a
+/// once a chunk is longer than `CHUNK_CHARS`. Blank lines at the edges of a
 /// chunk are left out; chunks with no text are dropped.
 pub fn chunk_markdown(text: &str, file_title: &str) -> Vec<Chunk> {
     let mut chunks = Vec::new();

@@ -2,7 +2,7 @@
 //!
 //! [`verify`] runs L2's checks (`crate::store::verify`: the text index's
 //! checksums, every record and embedding, the vector files and graphs) and the
-//! archive's ([`super::checks`]: every frame, every id in exactly one tier, the
+//! archive's (`checks.rs`: every frame, every id in exactly one tier, the
 //! L3 index) against one L2 searcher. [`repair`] deletes the derived files that
 //! failed, finishes an interrupted tier operation and rebuilds the L3 index from
 //! the archive files, builds the vector files again from the stored embeddings

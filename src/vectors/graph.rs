@@ -1,7 +1,7 @@
 //! The approximate side of vector search: one HNSW graph per large segment.
 //!
 //! An exact scan costs one dot product per record, about 14 ms per 100k records
-//! here. Segments with at least [`min_rows`] vectors also get a navigable
+//! here. Segments with at least `min_rows` vectors also get a navigable
 //! small-world graph (HNSW, Malkov & Yashunin): a few layers where each record
 //! links to its nearest neighbours, so a query walks from a fixed entry point
 //! towards its neighbourhood and touches a few thousand records, not all of them.

@@ -155,7 +155,7 @@ fn summary_line(id: &str, record: &Value) -> String {
     }
 }
 
-/// `git diff --stat HEAD` of `cwd` when it is a git work tree, within [`GIT_TIMEOUT`].
+/// `git diff --stat HEAD` of `cwd` when it is a git work tree, within `GIT_TIMEOUT`.
 pub fn git_diff_stat(cwd: &Path) -> Option<String> {
     if !cwd.is_dir() {
         return None;
