@@ -10,11 +10,15 @@ use std::path::{Path, PathBuf};
 /// Where an input record came from: a file (or `-` for stdin) and, for JSONL, a line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Origin {
+    /// The file as the user named it, `-` for stdin, or a label such as
+    /// `records[3]` for records given in a call.
     pub path: String,
+    /// The 1-based line, for JSONL input.
     pub line: Option<usize>,
 }
 
 impl Origin {
+    /// A whole file (JSON, or one record given in a call).
     pub fn file(path: impl Into<String>) -> Self {
         Origin {
             path: path.into(),
@@ -22,6 +26,7 @@ impl Origin {
         }
     }
 
+    /// One line of a JSONL file (1-based).
     pub fn line(path: impl Into<String>, line: usize) -> Self {
         Origin {
             path: path.into(),
@@ -42,12 +47,17 @@ impl fmt::Display for Origin {
 /// One bad input record: where it is, which field, what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputError {
+    /// The file and line of the record.
     pub origin: Origin,
+    /// The field at fault, when one is (`None`: the record as a whole, e.g.
+    /// not JSON).
     pub field: Option<String>,
+    /// What is wrong, and what is expected instead.
     pub message: String,
 }
 
 impl InputError {
+    /// An error of `field` (or of the whole record) at `origin`.
     pub fn new(origin: &Origin, field: Option<&str>, message: impl Into<String>) -> Self {
         InputError {
             origin: origin.clone(),
@@ -70,7 +80,10 @@ impl std::error::Error for InputError {}
 
 /// A list of input errors, shown a few at a time.
 #[derive(Debug, Clone)]
-pub struct InputErrors(pub Vec<InputError>);
+pub struct InputErrors(
+    /// Every bad record, in input order.
+    pub Vec<InputError>,
+);
 
 /// How many input errors are printed before "… and N more".
 const SHOWN_INPUT_ERRORS: usize = 10;
@@ -96,45 +109,76 @@ impl fmt::Display for InputErrors {
 
 impl std::error::Error for InputErrors {}
 
+/// Everything that can go wrong in the library. Each message says what to do
+/// next where there is something to do.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// Input records failed validation; nothing was written.
     #[error("{0}")]
     Input(InputErrors),
 
+    /// No store at the folder (no `config.toml`).
     #[error("no knowledge-db store at {}: create one with `knowledge-db init --store {}`", path.display(), path.display())]
-    NoStore { path: PathBuf },
+    NoStore {
+        /// Where a store was looked for.
+        path: PathBuf,
+    },
 
+    /// `init` on a folder that already holds a store.
     #[error("a store already exists at {}", path.display())]
-    StoreExists { path: PathBuf },
+    StoreExists {
+        /// The store's folder.
+        path: PathBuf,
+    },
 
+    /// The store was written by a knowledge-db with another on-disk format.
     #[error(
         "the store at {} has format version {found}, but this knowledge-db reads version {expected}; \
          use a knowledge-db release that matches the store, or export its records and add them to a new store",
         path.display()
     )]
     FormatVersion {
+        /// The store's folder.
         path: PathBuf,
+        /// The version its `config.toml` names.
         found: u32,
+        /// The version this build reads.
         expected: u32,
     },
 
+    /// Another process held the writer lock longer than the timeout.
     #[error(
         "another knowledge-db process is writing to {} (lock held for more than {waited_secs:.1}s); \
          wait for it to finish or raise --lock-timeout",
         path.display()
     )]
-    LockTimeout { path: PathBuf, waited_secs: f64 },
+    LockTimeout {
+        /// The lock file.
+        path: PathBuf,
+        /// Seconds waited before giving up.
+        waited_secs: f64,
+    },
 
+    /// A configuration file that does not parse or holds an invalid value.
     #[error("{}: {message}", path.display())]
-    Config { path: PathBuf, message: String },
+    Config {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
 
+    /// Reading or writing a file failed (other than a refused permission).
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file or folder.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
 
+    /// The text index (tantivy) failed.
     #[error("text index: {0}; `knowledge-db verify` checks the store and `knowledge-db repair` rebuilds a damaged index")]
     Index(tantivy::TantivyError),
 
@@ -148,17 +192,34 @@ pub enum Error {
         path.as_ref().map_or("a lock file of the store's index".into(), |p| p.display().to_string()),
         path.as_deref().map_or(String::new(), |p| format!(": ls -ld {}", existing(p).display()))
     )]
-    PermissionDenied { path: Option<PathBuf> },
+    PermissionDenied {
+        /// The refused file or folder, when known.
+        path: Option<PathBuf>,
+    },
 
+    /// A stored record does not decode.
     #[error("record `{id}` in the store is unreadable: {message}")]
-    CorruptRecord { id: String, message: String },
+    CorruptRecord {
+        /// The record's id.
+        id: String,
+        /// Why it does not decode.
+        message: String,
+    },
 
+    /// A request that cannot be served as given (a bad option or argument).
     #[error("{0}")]
     Usage(String),
 
+    /// An archive (L3) file or the archive's index is damaged or unusable.
     #[error("archive {}: {message}", path.display())]
-    Archive { path: PathBuf, message: String },
+    Archive {
+        /// The archive file or folder.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
 
+    /// The embedding model is needed but cannot be loaded or run.
     #[error("the embedding model cannot be used: {0}")]
     Model(String),
 }
@@ -250,6 +311,7 @@ fn permission_denied_in(error: &tantivy::TantivyError) -> Option<Option<PathBuf>
     }
 }
 
+/// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[cfg(test)]

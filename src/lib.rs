@@ -72,6 +72,7 @@ pub mod check;
 pub mod context;
 #[warn(missing_docs)]
 pub mod embed;
+#[warn(missing_docs)]
 pub mod error;
 #[warn(missing_docs)]
 pub mod export;
