@@ -69,6 +69,7 @@
 pub mod archive;
 #[warn(missing_docs)]
 pub mod check;
+#[warn(missing_docs)]
 pub mod context;
 #[warn(missing_docs)]
 pub mod embed;
@@ -88,6 +89,7 @@ pub mod search;
 pub mod store;
 #[warn(missing_docs)]
 pub mod tiers;
+#[warn(missing_docs)]
 pub mod transcript;
 #[warn(missing_docs)]
 pub mod upkeep;

@@ -24,7 +24,9 @@ use crate::transcript::{Block, Message, Role};
 /// Budget and rules of one eviction.
 #[derive(Debug, Clone, Copy)]
 pub struct EvictOptions {
+    /// The model's context window, in tokens.
     pub context_window: usize,
+    /// Tokens kept free for the model's answer; `max_input` is the window minus these.
     pub reserved_output: usize,
     /// Fraction of `max_input` to get down to (0 < target <= 1).
     pub target: f64,
@@ -50,6 +52,7 @@ impl Default for EvictOptions {
 /// Why an eviction could not be done.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EvictError {
+    /// Even after evicting all it may, the prompt does not fit in `max_input`.
     #[error(
         "context overflow: the pinned messages (system prompt, compaction summary) and the last {kept_messages} messages need {needed} tokens{}, \
          but the context window of {context_window} minus {reserved_output} reserved for output leaves {max_input}; \
@@ -57,14 +60,22 @@ pub enum EvictError {
         overhead_words(*overhead)
     )]
     Overflow {
+        /// Tokens the prompt still needs after evicting all it may, `overhead` included.
         needed: usize,
+        /// Tokens a prompt may take: `context_window - reserved_output`.
         max_input: usize,
+        /// The context window asked for, in tokens.
         context_window: usize,
+        /// Tokens reserved for output.
         reserved_output: usize,
+        /// Messages after the pinned ones that had to stay (the last `min_keep`
+        /// and the tool call/result groups they hold together).
         kept_messages: usize,
         /// Of `needed`, the tokens outside the messages (system prompt, tools).
         overhead: usize,
     },
+    /// The options are invalid (`target` not in (0, 1], or `reserved_output`
+    /// not below `context_window`); the text says which.
     #[error("{0}")]
     Options(String),
 }
@@ -82,23 +93,30 @@ fn overhead_words(overhead: usize) -> String {
 pub struct Eviction {
     /// The new context: system prompt, the note (if anything was evicted), recent messages.
     pub kept: Vec<Message>,
+    /// The messages taken out, in full and in order (to be stored).
     pub evicted: Vec<Message>,
-    /// The eviction note, also inside `kept`.
+    /// The eviction note, also inside `kept`; `None` when nothing was evicted.
     pub note: Option<String>,
-    /// The whole prompt before and after: the messages plus `overhead_tokens`.
+    /// The whole prompt before eviction: the messages plus `overhead_tokens`.
     pub tokens_before: usize,
+    /// The whole prompt after eviction, note included: the messages plus `overhead_tokens`.
     pub tokens_after: usize,
     /// Tokens of the evicted messages (what the note saves, minus the note itself).
     pub tokens_evicted: usize,
     /// Tokens outside the messages (system prompt, tool definitions), counted in
     /// `tokens_before` and `tokens_after`.
     pub overhead_tokens: usize,
+    /// Tokens a prompt may take: `context_window - reserved_output`.
     pub max_input: usize,
+    /// Tokens eviction aims for: `target × max_input`, rounded down.
     pub target_tokens: usize,
     /// False when `min_keep` stopped eviction above the target (but within `max_input`).
     pub target_met: bool,
-    /// Timestamps (or positions) of the first and last evicted messages.
+    /// Timestamp (else id or line) of the first evicted message; `None` when
+    /// nothing was evicted.
     pub first_evicted: Option<String>,
+    /// Timestamp (else id or line) of the last evicted message; `None` when
+    /// nothing was evicted.
     pub last_evicted: Option<String>,
 }
 

@@ -15,6 +15,7 @@ use crate::transcript::Message;
 /// The messages after the last compaction boundary, and how many came before.
 #[derive(Debug, Clone)]
 pub struct LiveContext {
+    /// The messages the model still sees, in order (all of them when there was no compaction).
     pub messages: Vec<Message>,
     /// Messages (the boundary included) that a compaction already took out of context.
     pub compacted: usize,

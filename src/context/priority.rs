@@ -25,6 +25,7 @@ use crate::transcript::{Block, Message, Role};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Priority {
+    /// The system prompt and the compaction summary; never dropped.
     System,
     /// Harness-injected instructions (CLAUDE.md, AGENTS.md, skills, reminders).
     Instructions,
@@ -32,7 +33,9 @@ pub enum Priority {
     CurrentTask,
     /// Tool calls and results about files edited in the recent turns.
     ActiveFiles,
+    /// Messages of the last `recent_turns` turns.
     RecentTurns,
+    /// Messages from before the recent turns.
     OldHistory,
     /// Tool calls and results from before the recent turns, or more than
     /// `recent_tool_steps` tool-calling steps old.
@@ -163,9 +166,13 @@ fn call_files_by_id(messages: &[Message]) -> Vec<(String, Vec<String>)> {
 /// The result of trimming.
 #[derive(Debug, Clone, Serialize)]
 pub struct Trimmed {
+    /// The messages that stayed, in order.
     pub kept: Vec<Message>,
+    /// The dropped messages, in full, each with its priority, in transcript order.
     pub dropped: Vec<(Priority, Message)>,
+    /// Tokens of all the messages before trimming.
     pub tokens_before: usize,
+    /// Tokens of `kept`; at most the budget.
     pub tokens_after: usize,
 }
 
@@ -173,7 +180,9 @@ pub struct Trimmed {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("context overflow: the system prompt needs {needed} tokens but the budget is {budget}")]
 pub struct TrimOverflow {
+    /// Tokens of the messages that cannot be dropped (with the note's room, when packing).
     pub needed: usize,
+    /// The token budget asked for.
     pub budget: usize,
 }
 
@@ -257,7 +266,9 @@ pub struct Packed {
     pub cut: Vec<(String, Message)>,
     /// Tool outputs turned into placeholders (in kept and dropped messages).
     pub outputs_truncated: usize,
+    /// The note placed after the pinned messages; `None` when the prompt already fit.
     pub note: Option<String>,
+    /// Tokens of the messages before packing (earlier notes left out).
     pub tokens_before: usize,
     /// Tokens of `kept`, the note included; never above the budget.
     pub tokens_after: usize,
@@ -280,8 +291,11 @@ pub fn trim_note(dropped: &[(Priority, Message)], tokens: usize, cut: &CutSummar
 /// What cutting (not dropping) saved in one pack.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct CutSummary {
+    /// Tool outputs turned into placeholders.
     pub outputs_truncated: usize,
+    /// Kept messages shortened to fit.
     pub messages_cut: usize,
+    /// Tokens the cuts saved (full size minus cut size of the cut messages).
     pub tokens_saved: usize,
 }
 
@@ -585,6 +599,7 @@ fn placeholders(m: &Message) -> usize {
 }
 
 impl Priority {
+    /// The priority in words, as the trim note names it (`"current task"`).
     pub fn as_str(self) -> &'static str {
         match self {
             Priority::System => "system",

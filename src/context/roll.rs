@@ -19,15 +19,20 @@ use crate::transcript::Message;
 /// What truncation did in one roll.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct TruncationSummary {
+    /// Tool outputs replaced by placeholders.
     pub outputs_truncated: usize,
+    /// Messages with at least one output replaced.
     pub messages_truncated: usize,
+    /// Tokens of all the messages before truncation.
     pub tokens_before: usize,
+    /// Tokens of all the messages after truncation.
     pub tokens_after: usize,
     /// Record ids of the truncated messages (each holds the full output once stored).
     pub record_ids: Vec<String>,
 }
 
 impl TruncationSummary {
+    /// The summary of truncation `t`.
     pub fn of(t: &Truncation) -> TruncationSummary {
         TruncationSummary {
             outputs_truncated: t.outputs_truncated,
@@ -42,7 +47,9 @@ impl TruncationSummary {
 /// A truncation followed by an eviction.
 #[derive(Debug, Clone)]
 pub struct Rolled {
+    /// The eviction that followed; its `kept` is the new context.
     pub eviction: Eviction,
+    /// What truncation did; `None` when no truncation was asked for.
     pub truncation: Option<TruncationSummary>,
     /// Full versions of every evicted or truncated message, each once with its
     /// record id, in transcript order: store these before using `eviction.kept`.

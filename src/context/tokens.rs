@@ -49,6 +49,7 @@ impl Tokenizer {
         }
     }
 
+    /// The tokenizer's name: `o200k`, `cl100k` or `estimate`.
     pub fn as_str(self) -> &'static str {
         match self {
             Tokenizer::O200k => "o200k",

@@ -35,11 +35,15 @@ impl Default for TruncateOptions {
 /// The messages with old and long tool outputs replaced.
 #[derive(Debug, Clone)]
 pub struct Truncation {
+    /// The messages in order, old and long tool outputs replaced by placeholders.
     pub messages: Vec<Message>,
     /// The replaced messages, unchanged, with the record id their placeholder names.
     pub originals: Vec<(String, Message)>,
+    /// Tool outputs replaced by placeholders.
     pub outputs_truncated: usize,
+    /// Tokens of the messages' text before truncation, as `count` gives them.
     pub tokens_before: usize,
+    /// Tokens of the messages' text after truncation, as `count` gives them.
     pub tokens_after: usize,
 }
 

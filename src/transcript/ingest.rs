@@ -38,12 +38,16 @@ pub fn message_id(session_id: &str, message: &Message) -> String {
 /// apart later (what `prune`'s summary says of them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Via {
+    /// Read from a transcript file by `ingest`.
     Ingest,
+    /// Evicted or truncated when a live context was rolled.
     Evict,
+    /// Dropped or cut when a prompt was packed.
     Pack,
 }
 
 impl Via {
+    /// The name kept as `origin.via`: `ingest`, `evict` or `pack`.
     pub fn as_str(self) -> &'static str {
         match self {
             Via::Ingest => "ingest",
@@ -171,7 +175,9 @@ pub fn not_stored_yet(store: &Store, records: Vec<Record>) -> Result<Vec<Record>
 /// How far a file was read, kept in `<store>/ingest/`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct IngestState {
+    /// The transcript file, as given to `ingest`.
     pub path: PathBuf,
+    /// The format it was read as.
     pub format: Format,
     /// Size of the (decompressed) file when it was read.
     pub size: u64,
@@ -189,7 +195,9 @@ pub struct IngestState {
 /// What to ingest and how.
 #[derive(Debug, Clone)]
 pub struct IngestOptions {
+    /// The transcript format; `None` detects it per file.
     pub format: Option<Format>,
+    /// The namespace the message records go to.
     pub namespace: String,
     /// Read and convert only; write nothing (also no state).
     pub dry_run: bool,
@@ -200,36 +208,54 @@ pub struct IngestOptions {
 /// One file's part of an ingest.
 #[derive(Debug, Clone, Serialize)]
 pub struct FileReport {
+    /// The transcript file.
     pub path: PathBuf,
+    /// The format it was read as.
     pub format: Format,
+    /// The transcript's session id.
     pub session_id: String,
     /// Where reading started (0, or the saved position of a grown file).
     pub start_offset: u64,
+    /// Bytes read from `start_offset` to the end of the (decompressed) file.
     pub bytes_read: u64,
+    /// Lines read.
     pub lines: usize,
+    /// Messages read.
     pub messages: usize,
+    /// Tool calls in the messages read.
     pub tool_calls: usize,
+    /// Lines skipped for being non-JSON or of an unknown type.
     pub skipped_lines: usize,
 }
 
 /// What an ingest read and wrote.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct IngestReport {
+    /// Each file's part, in the order read.
     pub files: Vec<FileReport>,
+    /// Messages read, over all files.
     pub messages: usize,
+    /// Tool calls in the messages read, over all files.
     pub tool_calls: usize,
+    /// Lines read, over all files.
     pub lines: usize,
+    /// Lines that did not become messages, by reason, over all files.
     pub skipped: Skipped,
+    /// Bytes read (decompressed), over all files.
     pub bytes_read: u64,
+    /// Seconds spent parsing bytes into messages (reading files and storing not included).
     pub parse_seconds: f64,
     /// Parse throughput over the (decompressed) bytes read.
     pub parse_mb_per_s: f64,
+    /// What the store wrote; `None` on a dry run.
     pub store: Option<AddReport>,
     /// Messages not written because a more complete file holds the same message
     /// (a session copied into two files): the copy from the file with more of
     /// the session's lines wins.
     pub superseded: usize,
+    /// Seconds the whole ingest took.
     pub seconds: f64,
+    /// Whether nothing was written (`dry_run` asked, or no store).
     pub dry_run: bool,
 }
 

@@ -31,14 +31,19 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// The system prompt (`developer` in some formats), compaction markers
+    /// and context notes.
     System,
+    /// The person's prompts, and text the harness injects in their name.
     User,
+    /// The model.
     Assistant,
     /// Tool results (Claude Code writes them as user lines; OpenClaw as `toolResult`).
     Tool,
 }
 
 impl Role {
+    /// The role's name: `system`, `user`, `assistant` or `tool`.
     pub fn as_str(self) -> &'static str {
         match self {
             Role::System => "system",
@@ -64,30 +69,42 @@ impl Role {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Block {
+    /// Plain text, from the user or the model.
     Text {
+        /// The text, exactly as written.
         text: String,
     },
+    /// The model's reasoning (extended thinking).
     Thinking {
+        /// The reasoning, as written.
         thinking: String,
     },
     /// A tool call: its id, the tool's name and the input exactly as given.
     ToolUse {
+        /// The call's id, which its result names as `tool_use_id`.
         id: String,
+        /// The tool's name.
         name: String,
+        /// The tool's input, exactly as given.
         input: Value,
     },
     /// A tool's answer to the call `tool_use_id`; block-array content is joined as text.
     ToolResult {
+        /// The id of the call this result answers.
         tool_use_id: String,
+        /// The output as text; empty when the format gave none.
         #[serde(default)]
         content: String,
+        /// Whether the tool reported a failure.
         #[serde(default, skip_serializing_if = "is_false")]
         is_error: bool,
         /// The tool's name, when the format says it (OpenClaw).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
     },
+    /// An image; only that it was there is kept, not its data.
     Image {
+        /// Its MIME type (e.g. `image/png`), when the format says it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         media_type: Option<String>,
     },
@@ -100,9 +117,13 @@ fn is_false(b: &bool) -> bool {
 /// Token figures an API reported for one response.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Input tokens neither read from nor written to the prompt cache.
     pub input_tokens: u64,
+    /// Tokens the response generated.
     pub output_tokens: u64,
+    /// Input tokens read from the prompt cache.
     pub cache_read_input_tokens: u64,
+    /// Input tokens written to the prompt cache.
     pub cache_creation_input_tokens: u64,
 }
 
@@ -116,24 +137,32 @@ impl Usage {
 /// One message of a conversation, in the neutral model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
+    /// Who speaks.
     pub role: Role,
+    /// The content blocks, in order.
     pub content: Vec<Block>,
+    /// When the message was written, as the format writes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<String>,
     /// The format's own id of the message (Claude Code `uuid`, OpenClaw entry `id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
+    /// The id of the message this one follows (Claude Code `parentUuid`, OpenClaw `parentId`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_uuid: Option<String>,
+    /// The session the message belongs to (set on every message read from a file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     /// One API response spread over several lines shares this (`message.id:requestId`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_id: Option<String>,
+    /// The model that wrote the message, when the format says it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Token figures the API reported for this response, when the format gives them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// Written in a subagent's side chain, not the main conversation (Claude Code `isSidechain`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub is_sidechain: bool,
     /// Claude Code `isMeta`: text the harness injected, not typed by the user.
@@ -355,12 +384,16 @@ fn tool_input_text(input: &Value) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Format {
+    /// Claude Code (`~/.claude/projects/…/<session>.jsonl`).
     ClaudeCode,
+    /// OpenClaw (pi session format v3).
     Openclaw,
+    /// Plain `{role, content, timestamp}` lines, or one whole JSON document.
     Generic,
 }
 
 impl Format {
+    /// The format's name: `claude-code`, `openclaw` or `generic`.
     pub fn as_str(self) -> &'static str {
         match self {
             Format::ClaudeCode => "claude-code",
@@ -389,6 +422,7 @@ impl Skipped {
         self.non_json + self.unknown_types.values().sum::<usize>()
     }
 
+    /// Adds `other`'s counts to these.
     pub fn merge(&mut self, other: &Skipped) {
         self.non_json += other.non_json;
         self.glued_values += other.glued_values;
@@ -412,22 +446,27 @@ impl Skipped {
 /// A transcript read into the neutral model.
 #[derive(Debug, Clone, Serialize)]
 pub struct Transcript {
+    /// The file read, as given.
     pub path: PathBuf,
+    /// The format it was read as.
     pub format: Format,
     /// The session id the file names (header or lines), else the file's stem.
     pub session_id: String,
+    /// The messages read, in order.
     pub messages: Vec<Message>,
     /// Session titles (Claude Code `summary` lines, `custom-title`).
     pub titles: Vec<String>,
     /// The working directory the session ran in, when the format says it.
     pub cwd: Option<String>,
+    /// Lines that did not become messages, by reason.
     pub skipped: Skipped,
     /// Lines read (from `start_offset`).
     pub lines: usize,
     /// Bytes of the (decompressed) source.
     pub total_bytes: u64,
-    /// Where reading started and where the last complete line ends.
+    /// Byte offset where reading started.
     pub start_offset: u64,
+    /// Byte offset just past the last complete (newline-terminated) line read.
     pub end_offset: u64,
     /// Prompts seen before the first message read (for resumed reads).
     pub prompts_before: u64,
@@ -485,8 +524,11 @@ impl Transcript {
 /// subagent the message names (see [`Transcript::align_subagent_turns`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnAnchor {
+    /// When the message was written, if the format says.
     pub timestamp: Option<String>,
+    /// The message's turn index.
     pub turn: u64,
+    /// The subagent the message names (its own `agentId`, or a `Task` result's), if any.
     pub agent_id: Option<String>,
 }
 
@@ -526,6 +568,7 @@ pub fn parent_session_file(path: &Path) -> Option<PathBuf> {
 /// Where to start reading, and what came before (for resumed reads).
 #[derive(Debug, Clone, Default)]
 pub struct ReadFrom {
+    /// Byte offset in the (decompressed) file to start reading at; 0 reads it whole.
     pub offset: u64,
     /// User prompts before `offset`, so turn indices continue.
     pub prompts_before: u64,
