@@ -66,6 +66,7 @@
 //! # }
 //! ```
 
+#[warn(missing_docs)]
 pub mod archive;
 #[warn(missing_docs)]
 pub mod check;
@@ -80,12 +81,16 @@ pub mod export;
 pub mod files;
 #[warn(missing_docs)]
 pub mod flows;
+#[warn(missing_docs)]
 pub mod index;
 pub mod integrations;
 #[warn(missing_docs)]
 pub mod load;
+#[warn(missing_docs)]
 pub mod record;
+#[warn(missing_docs)]
 pub mod search;
+#[warn(missing_docs)]
 pub mod store;
 #[warn(missing_docs)]
 pub mod tiers;

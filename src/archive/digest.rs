@@ -33,9 +33,11 @@ const QUOTE_CHARS: usize = 400;
 pub struct Digest {
     /// What the session was about, as prose lines.
     pub text: String,
-    /// The files, commands and errors that recur, most frequent first.
+    /// Files that recur, most frequent first.
     pub files: Vec<String>,
+    /// Commands that recur (the messages' `commands`), most frequent first.
     pub commands: Vec<String>,
+    /// Errors that recur (error codes and messages), most frequent first.
     pub errors: Vec<String>,
     /// How the messages were written: ingested from transcripts, evicted from a
     /// live context, or added as records.
@@ -45,8 +47,11 @@ pub struct Digest {
 /// How many messages each writer stored.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Written {
+    /// Messages ingested from transcripts (an `origin` not written by `evict` or `pack`).
     pub ingested: usize,
+    /// Messages evicted from a live context (`evict` or `pack`).
     pub evicted: usize,
+    /// Messages added as records (no `origin`).
     pub added: usize,
 }
 

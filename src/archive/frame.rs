@@ -42,6 +42,7 @@ pub struct FrameInfo {
     pub offset: u64,
     /// Header plus payload bytes.
     pub len: u64,
+    /// Records (JSON lines) in the frame.
     pub records: u32,
     /// Bytes of JSON lines before compression.
     pub raw_len: u32,
@@ -53,21 +54,29 @@ pub enum Tail {
     /// Every byte belongs to a sound frame.
     Clean,
     /// The last frame is incomplete or fails its checksum: a write cut short.
-    Torn { offset: u64 },
+    Torn {
+        /// Byte offset where the torn frame (or the unreadable bytes) starts.
+        offset: u64,
+    },
 }
 
 /// A damaged frame in the middle of a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Damage {
+    /// Byte offset of the damaged frame's header.
     pub offset: u64,
+    /// What is wrong with it, e.g. `checksum mismatch`.
     pub message: String,
 }
 
 /// The frames of a file, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scan {
+    /// The sound frames, in file order.
     pub frames: Vec<FrameInfo>,
+    /// How the file ended.
     pub tail: Tail,
+    /// Frames in the middle of the file that fail their checks.
     pub damaged: Vec<Damage>,
     /// Bytes up to the end of the last sound frame (where an append may start).
     pub valid_len: u64,

@@ -56,10 +56,12 @@ impl L3Index {
         Ok(L3Index { index, fields })
     }
 
+    /// The L3 index's fields.
     pub fn fields(&self) -> &IndexFields {
         &self.fields
     }
 
+    /// A reader that reloads only when asked (manual reload policy).
     pub fn reader(&self) -> Result<IndexReader> {
         Ok(self
             .index

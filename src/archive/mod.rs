@@ -53,6 +53,7 @@ pub const ZSTD_LEVEL: i32 = 9;
 /// back exactly as it was.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
+    /// The record as it was in L2, its tier set to L3.
     pub record: Record,
     /// The record's version hash in L2 (kind, namespace, JSON).
     pub hash: u64,
@@ -69,6 +70,8 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// Archives `record` now (Unix seconds): sets its tier to L3 and keeps its
+    /// version hash, text hash and embedding (`None` when it has none).
     pub fn new(
         mut record: Record,
         hash: u64,
@@ -134,15 +137,19 @@ pub fn month_of(record: &Record) -> String {
 /// Where an archived record's frame is: file name (month) and byte offset.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Location {
+    /// Archive file name, `YYYY-MM` (no suffix).
     pub file: String,
+    /// Byte offset of the frame's header in that file.
     pub offset: u64,
 }
 
 impl Location {
+    /// As `<file>@<offset>`, the form the L3 index stores.
     pub fn encode(&self) -> String {
         format!("{}@{}", self.file, self.offset)
     }
 
+    /// Parses `<file>@<offset>`; `None` when the text is not of that form.
     pub fn decode(text: &str) -> Option<Location> {
         let (file, offset) = text.rsplit_once('@')?;
         Some(Location {
@@ -160,26 +167,33 @@ pub struct Archive {
 
 /// A file's sound entries with their frame offsets, and how the file ended.
 pub struct FileEntries {
+    /// Each sound entry with the byte offset of the frame that holds it, in file order.
     pub entries: Vec<(u64, Entry)>,
+    /// The file's frames as checked: damaged frames and how it ended.
     pub scan: frame::Scan,
+    /// Size of the file in bytes (0 when it does not exist).
     pub bytes: u64,
 }
 
 impl Archive {
+    /// The archive of the store at `store_root` (its `archive/` folder; not created here).
     pub fn new(store_root: &Path) -> Archive {
         Archive {
             dir: store_root.join(ARCHIVE_DIR),
         }
     }
 
+    /// The archive folder, `<store>/archive`.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    /// Whether the archive folder exists.
     pub fn exists(&self) -> bool {
         self.dir.is_dir()
     }
 
+    /// Path of the archive file for month `name` (`YYYY-MM`), whether or not it exists.
     pub fn file_path(&self, name: &str) -> PathBuf {
         self.dir.join(format!("{name}{FILE_SUFFIX}"))
     }
@@ -423,8 +437,11 @@ fn encode_frames(entries: &[Entry], start: u64) -> Result<(Vec<u8>, Vec<u64>)> {
 /// touches anything, removed when it is done. See `crate::tiers::ops::recover`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Journal {
+    /// The operation: `archive`, `restore`, `prune` or `supersede`.
     pub op: String,
+    /// Ids of the records it moves or removes.
     pub ids: Vec<String>,
+    /// Archive files (months) it appends to or rewrites.
     pub files: Vec<String>,
 }
 
@@ -439,6 +456,7 @@ impl Archive {
         self.journal_path().exists()
     }
 
+    /// The journal, if present; `None` also when it was cut short by a crash (unreadable).
     pub fn read_journal(&self) -> Result<Option<Journal>> {
         let path = self.journal_path();
         match fs::read(&path) {
@@ -449,6 +467,7 @@ impl Archive {
         }
     }
 
+    /// Writes the journal and fsyncs it and the folder, creating the archive folder if needed.
     pub fn write_journal(&self, journal: &Journal) -> Result<()> {
         self.ensure_dir()?;
         let path = self.journal_path();
@@ -459,6 +478,7 @@ impl Archive {
         sync_dir(&self.dir)
     }
 
+    /// Removes the journal (fsyncing the folder); no error if it is absent.
     pub fn clear_journal(&self) -> Result<()> {
         let path = self.journal_path();
         match fs::remove_file(&path) {
@@ -472,19 +492,24 @@ impl Archive {
 /// One tier's size and age, for `stats`.
 #[derive(Debug, Clone, Serialize)]
 pub struct TierStats {
+    /// `l2` or `l3`.
     pub tier: &'static str,
+    /// Records in the tier.
     pub records: u64,
     /// Bytes on disk: L2's text index and vector files; L3's archive files and index.
     pub bytes_on_disk: u64,
-    /// L3 only: bytes of the archive files alone, and of its text index.
+    /// L3 only: bytes of the archive files alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub archive_files_bytes: Option<u64>,
+    /// L3 only: bytes of the L3 text index.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index_bytes: Option<u64>,
     /// L3 only: JSON bytes of the archived records over the archive files' bytes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compression_ratio: Option<f64>,
+    /// The oldest record time in the tier (RFC 3339); `None` when it is empty.
     pub oldest: Option<String>,
+    /// The newest record time in the tier (RFC 3339); `None` when it is empty.
     pub newest: Option<String>,
 }
 

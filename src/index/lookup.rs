@@ -34,6 +34,7 @@ pub struct IdLookup<'a> {
 }
 
 impl<'a> IdLookup<'a> {
+    /// A lookup over `searcher`'s segments, reading each one's `hash` column.
     pub fn new(searcher: &'a Searcher, fields: &'a IndexFields) -> Result<Self> {
         let hashes = searcher
             .segment_readers()

@@ -24,22 +24,39 @@ use crate::record::{parse::derive_fields, Record};
 /// Handles to the fields of the index schema.
 #[derive(Debug, Clone, Copy)]
 pub struct IndexFields {
+    /// The record's id (exact, stored, fast).
     pub id: Field,
+    /// Its kind name (keyword, fast).
     pub kind: Field,
+    /// Its namespace (keyword, fast).
     pub namespace: Field,
+    /// Its session id (keyword, fast).
     pub session: Field,
+    /// Its tier, `l2` or `l3` (keyword, fast).
     pub tier: Field,
+    /// Title text (code tokenizer).
     pub title: Field,
+    /// Content text (code tokenizer).
     pub content: Field,
+    /// Decisions text (code tokenizer).
     pub decisions: Field,
+    /// File names (code tokenizer).
     pub files: Field,
+    /// Commands (code tokenizer).
     pub commands: Field,
+    /// Errors (code tokenizer).
     pub errors: Field,
+    /// The record's own time, to the second (indexed, fast).
     pub timestamp: Field,
+    /// The version hash, [`record_hash`] (fast).
     pub hash: Field,
+    /// The whole record as JSON (stored).
     pub record: Field,
+    /// The embedding, little-endian f32 bytes (stored).
     pub embedding: Field,
+    /// Hash of the text the embedding was made from (indexed, fast).
     pub text_hash: Field,
+    /// Which vector the record carries, a [`has_vector`] value (indexed, fast).
     pub has_vector: Field,
 }
 
@@ -250,7 +267,9 @@ pub fn embedding_from_bytes(bytes: &[u8], dim: usize) -> Option<Vec<f32>> {
 /// The embedding part of a document: the hash of the embedded text and its vector.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct VectorField {
+    /// Hash of the text the embedding is (or is to be) made from.
     pub text_hash: u64,
+    /// The vector; `None` when the record has none yet.
     pub embedding: Option<Vec<f32>>,
     /// The vector is a draft (`crate::embed::Embedder::is_draft`), to be made
     /// again by the full model.
@@ -322,11 +341,15 @@ pub fn record_hash(record: &Record) -> u64 {
 /// `stats` counts both tiers with it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ColumnCounts {
+    /// Live records per kind name.
     pub by_kind: std::collections::BTreeMap<String, u64>,
+    /// Live records per tier (`l2`, `l3`).
     pub by_tier: std::collections::BTreeMap<String, u64>,
+    /// Live records per namespace.
     pub by_namespace: std::collections::BTreeMap<String, u64>,
-    /// Unix seconds of the oldest and newest record time.
+    /// Unix seconds of the oldest record time; `None` when no record has one.
     pub oldest: Option<i64>,
+    /// Unix seconds of the newest record time; `None` when no record has one.
     pub newest: Option<i64>,
 }
 

@@ -85,6 +85,7 @@ impl TokenFilter for CachedStemmer {
     }
 }
 
+/// A tokenizer that stems its inner tokenizer's tokens through a [`CachedStemmer`].
 #[derive(Clone)]
 pub struct CachedStemmerFilter<T> {
     stemmer: CachedStemmer,
@@ -102,6 +103,7 @@ impl<T: Tokenizer> Tokenizer for CachedStemmerFilter<T> {
     }
 }
 
+/// The token stream of a [`CachedStemmerFilter`].
 pub struct CachedStemmerStream<T> {
     stemmer: CachedStemmer,
     tail: T,

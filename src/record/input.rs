@@ -17,17 +17,22 @@ use crate::error::{InputError, Origin};
 /// One JSON value read from the input, not yet validated as a record.
 #[derive(Debug)]
 pub struct RawRecord {
+    /// Where it was read from: the file (`-` for stdin) and its line, if any.
     pub origin: Origin,
+    /// The JSON value as read.
     pub value: Value,
 }
 
 /// What reading the inputs produced.
 #[derive(Debug, Default)]
 pub struct ReadOutcome {
+    /// The values read, in input order.
     pub records: Vec<RawRecord>,
+    /// Inputs that could not be read or parsed, each with where it happened.
     pub errors: Vec<InputError>,
     /// Files seen in folders that are not JSON or JSONL and were skipped.
     pub skipped_files: Vec<PathBuf>,
+    /// Bytes read, over all inputs.
     pub bytes: u64,
 }
 

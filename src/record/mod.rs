@@ -21,15 +21,21 @@ pub use parse::{parse_record, ParseOptions};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
+    /// A compressed context segment (`segment_id`, `compressed_content`).
     Segment,
+    /// A cold task summary (`task_id`, `subject`).
     Task,
+    /// A raw conversation message (`role`, `text` or `content`).
     Message,
+    /// Anything else (`id`, `title`, `text`).
     Note,
 }
 
 impl Kind {
+    /// Every kind, in this order.
     pub const ALL: [Kind; 4] = [Kind::Segment, Kind::Task, Kind::Message, Kind::Note];
 
+    /// The kind's name as written in JSON: `segment`, `task`, `message` or `note`.
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Segment => "segment",
@@ -39,6 +45,7 @@ impl Kind {
         }
     }
 
+    /// The kind named `name` (lowercase); `None` for any other name.
     pub fn parse(name: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.as_str() == name)
     }
@@ -54,12 +61,15 @@ impl std::fmt::Display for Kind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Tier {
+    /// The searchable warm store (the default).
     #[default]
     L2,
+    /// The compressed archive.
     L3,
 }
 
 impl Tier {
+    /// `l2` or `l3`.
     pub fn as_str(self) -> &'static str {
         match self {
             Tier::L2 => "l2",
@@ -75,17 +85,24 @@ pub const DEFAULT_NAMESPACE: &str = "default";
 /// searchable fields derived from the JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
+    /// Stable id; adding a record with an existing id replaces it.
     pub id: String,
+    /// What kind of record it is.
     pub kind: Kind,
+    /// The namespace it belongs to ([`DEFAULT_NAMESPACE`] when none was given).
     pub namespace: String,
     /// When the store first received this version of the record (RFC 3339).
     pub added_at: String,
+    /// Which tier holds it.
     #[serde(default)]
     pub tier: Tier,
+    /// Whether pruning reduced it to its summary (see `crate::tiers`).
     #[serde(default)]
     pub pruned: bool,
+    /// How many times it was read (folded in from the access log).
     #[serde(default)]
     pub access_count: u64,
+    /// When it was last read (RFC 3339, milliseconds); `None` if never.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_accessed: Option<String>,
     /// What came just before this record in its conversation (the previous
@@ -108,17 +125,27 @@ pub struct Record {
 /// The searchable view of a record.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Fields {
+    /// Title: a segment's `topic`, a task's `subject`, a message's `role`, a note's `title`.
     pub title: String,
+    /// The main text: `compressed_content`, a task's outcomes and description, or `text`.
     pub content: String,
+    /// Decisions stated (`key_decisions`).
     pub decisions: Vec<String>,
+    /// Files it names (`key_files`, `files_modified` or `files`).
     pub files: Vec<String>,
+    /// Commands run (`commands_run`; for messages `tool_names` and `commands`).
     pub commands: Vec<String>,
+    /// Errors met (`errors_resolved`, or a message's `errors`).
     pub errors: Vec<String>,
+    /// The session it belongs to, if given.
     pub session_id: Option<String>,
+    /// First turn it covers (a message's own turn), if given.
     pub start_turn: Option<u64>,
+    /// Last turn it covers (a message's own turn), if given.
     pub end_turn: Option<u64>,
     /// Unix seconds of the record's own time (compressed_at, timestamp…), if it has one.
     pub timestamp: Option<i64>,
+    /// The caller's `relevance_score`, if given.
     pub relevance_score: Option<f64>,
 }
 

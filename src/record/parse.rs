@@ -528,6 +528,7 @@ pub fn format_time(secs: i64) -> String {
         .unwrap_or_else(|| secs.to_string())
 }
 
+/// How an error message names a JSON value's type: `null`, `a boolean`, `a number`…
 pub fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",

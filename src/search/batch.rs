@@ -18,24 +18,34 @@ use crate::error::{Error, InputError, InputErrors, Origin, Result};
 /// One query of a batch.
 #[derive(Debug, Clone)]
 pub struct BatchQuery {
+    /// The query's id (`_id`, else `id`).
     pub id: String,
+    /// The query text.
     pub text: String,
+    /// The query's `metadata` object (`null` when absent).
     pub metadata: Value,
 }
 
 /// The answer to one batch query.
 #[derive(Debug, Clone, Serialize)]
 pub struct BatchResult {
+    /// The id of the query answered.
     pub query_id: String,
+    /// The namespace searched; `None` for every namespace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// Ranked ids, best first.
     pub results: Vec<RankedId>,
+    /// Time the query took, in milliseconds.
     pub took_ms: f64,
 }
 
+/// One result of a batch query: an id and its score.
 #[derive(Debug, Clone, Serialize)]
 pub struct RankedId {
+    /// The record's id.
     pub id: String,
+    /// Its score (the fused score).
     pub score: f32,
     /// Records with the same (or a near-identical) text, folded into this one.
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -23,6 +23,7 @@ use crate::error::Result;
 /// One record that a retriever found, with both retrievers' view of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {
+    /// The record's document in the text index.
     pub doc: DocAddress,
     /// BM25 score; 0 when the record matches none of the query's terms.
     pub bm25: f32,

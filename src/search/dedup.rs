@@ -22,7 +22,9 @@ pub const NEAR_DUPLICATE: f32 = 0.985;
 /// One kept hit: the index of its best-ranked copy and of the others.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Group {
+    /// Index of the hit's best-ranked copy.
     pub lead: usize,
+    /// Indices of its other copies, best first.
     pub copies: Vec<usize>,
 }
 

@@ -26,6 +26,7 @@ use serde::Serialize;
 /// RRF's rank offset, as in Cormack et al. (2009).
 pub const RRF_K: f32 = 60.0;
 
+/// How two ranked lists (BM25 and vectors) are fused into one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Fusion {
@@ -42,7 +43,9 @@ pub enum Fusion {
 /// A document's place in each list and its fused score.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fused<D> {
+    /// The document.
     pub doc: D,
+    /// Its fused score.
     pub score: f32,
     /// BM25 score and 1-based rank, if BM25 found it.
     pub bm25: Option<(f32, usize)>,

@@ -51,7 +51,9 @@ pub(crate) const SNIPPET_CHARS: usize = 220;
 pub struct Filters {
     /// `None` searches every namespace.
     pub namespace: Option<String>,
+    /// Only records of this session; `None` for any session.
     pub session: Option<String>,
+    /// Only records of this kind; `None` for any kind.
     pub kind: Option<Kind>,
     /// Unix seconds, inclusive.
     pub since: Option<i64>,
@@ -131,7 +133,9 @@ pub enum Mode {
 /// How results are ranked: retrievers, fusion method and its weight.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct RankOptions {
+    /// Which retrievers run: BM25, vectors or both.
     pub mode: Mode,
+    /// How the two retrievers' lists are fused in hybrid mode.
     pub fusion: Fusion,
     /// Weight of the vector side in linear fusion, 0..=1.
     pub alpha: f32,
@@ -182,38 +186,57 @@ fn single_depth(k: usize) -> usize {
 /// Score parts of a result: each retriever's score and rank, and the fused score.
 #[derive(Debug, Clone, Serialize)]
 pub struct ScoreParts {
+    /// BM25 score, if BM25 found the record.
     pub bm25: Option<f32>,
+    /// 1-based rank in BM25's list, if BM25 found the record.
     pub bm25_rank: Option<usize>,
     /// Cosine similarity of the query and record embeddings.
     pub vector: Option<f32>,
+    /// 1-based rank in the vector list, if the vector side found the record.
     pub vector_rank: Option<usize>,
+    /// The fused score (the same as the hit's `score`).
     pub fused: f32,
 }
 
 /// One ranked result.
 #[derive(Debug, Clone, Serialize)]
 pub struct Hit {
+    /// 1-based position in the results.
     pub rank: usize,
+    /// The record's id.
     pub id: String,
+    /// The record's kind.
     pub kind: Kind,
+    /// The record's namespace.
     pub namespace: String,
+    /// The score results are ranked by (the fused score).
     pub score: f32,
+    /// Each retriever's score and rank.
     pub scores: ScoreParts,
+    /// The record's title.
     pub title: String,
+    /// The best-matching passage of the record's text (at most 220 characters).
     pub snippet: String,
     /// Byte ranges of matched terms within `snippet`.
     pub highlights: Vec<(usize, usize)>,
+    /// The record's session, if it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// First turn the record covers, if known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_turn: Option<u64>,
+    /// Last turn the record covers, if known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub end_turn: Option<u64>,
+    /// The record's own time (RFC 3339), if it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<String>,
+    /// The tier the hit came from: `l2` or `l3`.
     pub tier: &'static str,
+    /// Files the record names.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
+    /// A short human citation, as [`Record::citation`] gives.
     pub citation: String,
     /// How many records this hit stands for: itself and the copies of its text
     /// (identical or near-identical) that folded into it.
@@ -233,8 +256,11 @@ pub const MAX_DUPLICATE_IDS: usize = 20;
 /// The answer to one search.
 #[derive(Debug, Clone, Serialize)]
 pub struct SearchResponse {
+    /// The query as given.
     pub query: String,
+    /// The filters applied.
     pub filters: Filters,
+    /// The hits, best first.
     pub results: Vec<Hit>,
     /// Why there are no results, when there are none.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -252,6 +278,7 @@ pub struct SearchResponse {
     /// Records that match no vector yet (added with `--embed later` or without a model).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub records_without_vector: Option<u64>,
+    /// Time the search took, in milliseconds.
     pub took_ms: f64,
 }
 
@@ -388,6 +415,7 @@ impl SearchEngine {
         }
     }
 
+    /// Live records the engine searches (L2).
     pub fn num_records(&self) -> u64 {
         self.searcher.num_docs()
     }

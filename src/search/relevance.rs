@@ -43,11 +43,14 @@ pub const DEFAULT_MIN_SCORE: f32 = 0.10;
 /// A logistic model: `1 / (1 + exp(-(w·x + bias)))`.
 #[derive(Debug, Clone, Copy)]
 pub struct Logistic<const N: usize> {
+    /// One weight per input.
     pub weights: [f32; N],
+    /// The constant term.
     pub bias: f32,
 }
 
 impl<const N: usize> Logistic<N> {
+    /// `w·x + bias`: the log-odds, before the sigmoid.
     pub fn logit(&self, x: [f32; N]) -> f32 {
         self.weights.iter().zip(x).map(|(w, v)| w * v).sum::<f32>() + self.bias
     }
@@ -56,7 +59,9 @@ impl<const N: usize> Logistic<N> {
 /// The two models of one retriever combination.
 #[derive(Debug, Clone, Copy)]
 pub struct Models<const Q: usize, const R: usize> {
+    /// Probability that the query has any relevant record, from the pool's best scores.
     pub answerable: Logistic<Q>,
+    /// Probability that one candidate is relevant, from its own scores.
     pub relevant: Logistic<R>,
 }
 
@@ -103,8 +108,11 @@ pub const VECTOR_ONLY: Models<1, 1> = Models {
 /// Which retrievers produced the candidates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sides {
+    /// BM25 and vectors.
     Both,
+    /// BM25 alone.
     Bm25,
+    /// Vectors alone.
     Vector,
 }
 
@@ -112,7 +120,9 @@ pub enum Sides {
 /// of its own relevance (which ranks it).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Calibrated {
+    /// How answerable the query looks, in (0, 1]; 1 when the record holds every query identifier.
     pub level: f32,
+    /// Logit of the candidate's own relevance, which ranks it.
     pub logit: f32,
 }
 

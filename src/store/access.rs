@@ -42,11 +42,13 @@ pub const FOLD_SOON_BYTES: u64 = 64 * 1024;
 /// Reads of one record since the last fold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Access {
+    /// How many reads were logged.
     pub count: u64,
     /// Unix seconds of the latest read.
     pub last: i64,
 }
 
+/// Logged reads not yet folded, per record id.
 pub type AccessMap = HashMap<String, Access>;
 
 /// The current time in Unix milliseconds.
@@ -187,6 +189,7 @@ impl Pending {
         self.reads.keys()
     }
 
+    /// Whether no reads are pending.
     pub fn is_empty(&self) -> bool {
         self.reads.is_empty()
     }

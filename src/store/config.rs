@@ -14,19 +14,27 @@ use crate::error::{Error, Result};
 /// layout changes incompatibly.
 pub const FORMAT_VERSION: u32 = 2;
 
+/// The store's settings, as in `config.toml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Config {
+    /// The on-disk format the store was written in ([`FORMAT_VERSION`] for new stores).
     pub format_version: u32,
+    /// When the store was created (RFC 3339); empty in configs that lack it.
     #[serde(default)]
     pub created_at: String,
+    /// Size limits and the writer lock's timeout.
     #[serde(default)]
     pub limits: Limits,
+    /// BM25 field boosts and common-term handling.
     #[serde(default)]
     pub ranking: Ranking,
+    /// When and how records get their vectors.
     #[serde(default)]
     pub embedding: Embedding,
+    /// The retention policy: what moves to the archive, and when.
     #[serde(default)]
     pub retention: Retention,
+    /// The background upkeep's settings.
     #[serde(default)]
     pub upkeep: Upkeep,
 }
@@ -139,10 +147,13 @@ impl Embedding {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EmbedOnAdd {
+    /// `add` embeds before it returns.
     Now,
+    /// `add` writes without vectors; they are filled in afterwards.
     Later,
 }
 
+/// Size limits and the writer lock's timeout.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Limits {
@@ -168,11 +179,17 @@ impl Default for Limits {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Ranking {
+    /// Boost of the title field.
     pub title_boost: f32,
+    /// Boost of the content field.
     pub content_boost: f32,
+    /// Boost of the decisions field.
     pub decisions_boost: f32,
+    /// Boost of the files field.
     pub files_boost: f32,
+    /// Boost of the commands field.
     pub commands_boost: f32,
+    /// Boost of the errors field.
     pub errors_boost: f32,
     /// A query term in more than this share of the records only adds to the
     /// score of records found by the query's other terms (0.1; 1.0 turns it off).
@@ -211,6 +228,7 @@ impl Ranking {
 }
 
 impl Config {
+    /// The config of a new store created at `created_at` (RFC 3339): this build's format, defaults elsewhere.
     pub fn new(created_at: String) -> Config {
         Config {
             format_version: FORMAT_VERSION,
@@ -223,6 +241,7 @@ impl Config {
         }
     }
 
+    /// Reads a `config.toml`; missing keys take their defaults.
     pub fn load(path: &Path) -> Result<Config> {
         let text = fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
         toml::from_str(&text).map_err(|e| Error::Config {

@@ -53,6 +53,7 @@ impl WriterLock {
         }
     }
 
+    /// The lock file's path.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -85,8 +85,11 @@ fn with_access_history(record: &Record, stored: &Record) -> Record {
 /// What an `add` did with each record.
 #[derive(Debug, Default, Clone, Serialize, PartialEq)]
 pub struct AddReport {
+    /// Records that were not stored before.
     pub added: usize,
+    /// Records that replaced a stored version with a different one.
     pub updated: usize,
+    /// Records identical to their stored version, left as they were.
     pub unchanged: usize,
     /// Texts embedded by the model in this call.
     pub embedded: usize,
@@ -134,22 +137,30 @@ pub struct AddPhases {
 /// What a `delete` did.
 #[derive(Debug, Default, Clone, Serialize, PartialEq)]
 pub struct DeleteReport {
+    /// Ids that were deleted.
     pub deleted: Vec<String>,
+    /// Ids that were not in the store.
     pub missing: Vec<String>,
 }
 
 /// L2's counts and sizes (`crate::tiers::stats` adds the archive's).
 #[derive(Debug, Clone)]
 pub struct L2Stats {
+    /// The store's folder.
     pub store: PathBuf,
+    /// The on-disk format version from its config.
     pub format_version: u32,
     /// Live L2 records.
     pub records: u64,
     /// Their counts by kind, tier and namespace, and their time span.
     pub counts: crate::index::ColumnCounts,
+    /// Bytes of the text index (`text/`).
     pub text_index_bytes: u64,
+    /// Segments of the text index.
     pub segments: usize,
+    /// How many records have vectors, and how many wait for one.
     pub vectors: crate::vectors::Coverage,
+    /// Bytes of the vector files and graphs (`vectors/`).
     pub vector_files_bytes: u64,
     /// Segments with an HNSW graph (the others are scanned exactly).
     pub vector_graphs: usize,
@@ -218,18 +229,22 @@ impl Store {
         })
     }
 
+    /// The store's folder.
     pub fn root(&self) -> &Path {
         &self.root
     }
 
+    /// The store's config, as read when it was opened.
     pub fn config(&self) -> &Config {
         &self.config
     }
 
+    /// The text index's fields.
     pub fn fields(&self) -> &IndexFields {
         &self.fields
     }
 
+    /// The text index (L2).
     pub fn index(&self) -> &Index {
         &self.index
     }

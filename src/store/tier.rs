@@ -19,8 +19,11 @@ use crate::record::Record;
 /// An L2 record with what archiving keeps beside it.
 #[derive(Debug, Clone)]
 pub struct L2Record {
+    /// The record as stored.
     pub record: Record,
+    /// Its version hash ([`crate::index::record_hash`]).
     pub hash: u64,
+    /// Its embedding and the hash of the text it was made from.
     pub vector: VectorField,
 }
 
