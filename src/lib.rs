@@ -81,6 +81,7 @@ pub mod files;
 #[warn(missing_docs)]
 pub mod flows;
 pub mod index;
+#[warn(missing_docs)]
 pub mod integrations;
 #[warn(missing_docs)]
 pub mod load;
