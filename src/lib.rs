@@ -83,6 +83,7 @@ pub mod files;
 pub mod flows;
 #[warn(missing_docs)]
 pub mod index;
+#[warn(missing_docs)]
 pub mod integrations;
 #[warn(missing_docs)]
 pub mod load;

@@ -46,7 +46,9 @@ pub const HOOKS: [(&str, &str, &str, Option<u64>); 3] = [
 /// environment are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Install {
+    /// The `knowledge-db` executable the hooks and the MCP server run (absolute).
     pub binary: PathBuf,
+    /// The store they use (absolute).
     pub store: PathBuf,
 }
 
@@ -247,7 +249,9 @@ pub enum Scope {
     /// settings and skills; `~/.claude.json` (or `$CLAUDE_CONFIG_DIR/.claude.json`)
     /// for MCP servers.
     User {
+        /// The home folder (`$HOME`).
         home: PathBuf,
+        /// `$CLAUDE_CONFIG_DIR`, when set.
         config_dir: Option<PathBuf>,
     },
 }
@@ -270,12 +274,16 @@ impl Scope {
 /// The three files an install touches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Targets {
+    /// Claude Code's settings file, where the hooks go.
     pub settings: PathBuf,
+    /// The skill's `SKILL.md`.
     pub skill: PathBuf,
+    /// The file the MCP server is registered in (`.mcp.json` or `.claude.json`).
     pub mcp: PathBuf,
 }
 
 impl Targets {
+    /// The files of `scope`.
     pub fn for_scope(scope: &Scope) -> Targets {
         match scope {
             Scope::Project(dir) => Targets {
@@ -306,14 +314,18 @@ impl Targets {
 /// One file's change: its text before (if it exists) and after.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileChange {
+    /// The file.
     pub path: PathBuf,
+    /// Its text before the change; `None` when it does not exist yet.
     pub before: Option<String>,
+    /// Its text after the change.
     pub after: String,
 }
 
 /// The changes an install would make; empty when everything is in place.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Plan {
+    /// Files to write.
     pub changes: Vec<FileChange>,
     /// Files already as they should be.
     pub unchanged: Vec<PathBuf>,

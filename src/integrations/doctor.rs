@@ -28,16 +28,22 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
+    /// As it should be.
     Ok,
+    /// Works, but needs attention; `fix` says what to do.
     Warn,
+    /// Does not work; the report is not ok.
     Fail,
 }
 
 /// One check.
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
+    /// What was checked.
     pub name: String,
+    /// How it came out.
     pub outcome: Outcome,
+    /// What was found.
     pub detail: String,
     /// What to do, when not ok.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -47,9 +53,11 @@ pub struct Check {
 /// Every check, and whether none failed.
 #[derive(Debug, Clone, Serialize)]
 pub struct DoctorReport {
+    /// Whether no check failed (warnings allowed).
     pub ok: bool,
     /// The store the installed commands use.
     pub store: Option<PathBuf>,
+    /// The checks, in the order they ran.
     pub checks: Vec<Check>,
 }
 

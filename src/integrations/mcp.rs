@@ -43,9 +43,11 @@ const DEFAULT_RESULTS: usize = 8;
 /// Most results one call may ask for.
 const MAX_RESULTS: usize = 100;
 
+// Crate-private and without a doc comment: schemars would copy one into the
+// tool's input schema.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SearchArgs {
+pub(crate) struct SearchArgs {
     /// What to look for: words, identifiers, file names, error codes, or a question
     pub query: String,
     /// Number of results (default 8, at most 100)
@@ -68,23 +70,29 @@ pub struct SearchArgs {
     pub format: Option<SearchFormatArg>,
 }
 
+// Crate-private and without a doc comment: schemars would copy one into the
+// tool's input schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub enum SearchFormatArg {
+pub(crate) enum SearchFormatArg {
     KnowledgeDb,
     Openclaw,
 }
 
+// Crate-private and without a doc comment: schemars would copy one into the
+// tool's input schema.
 #[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum TierArg {
+pub(crate) enum TierArg {
     L2,
     L3,
     All,
 }
 
+// Crate-private and without a doc comment: schemars would copy one into the
+// tool's input schema.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub struct GetArgs {
+pub(crate) struct GetArgs {
     /// Record id (from a memory_search result); give this, `path` or `session`
     pub id: Option<String>,
     /// A file hit's path (`qmd://collection/file.md`) or a record id
@@ -101,14 +109,18 @@ pub struct GetArgs {
     pub lines: Option<usize>,
 }
 
+// Crate-private and without a doc comment: schemars would copy one into the
+// tool's input schema.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub struct AddArgs {
+pub(crate) struct AddArgs {
     /// Records as JSON objects: segments, tasks, messages or notes (see the README)
     pub records: Vec<Value>,
 }
 
+// Crate-private and without a doc comment: schemars would copy one into the
+// tool's input schema.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub struct StatsArgs {}
+pub(crate) struct StatsArgs {}
 
 /// The server: the warm service plus where the QMD collections are listed.
 #[derive(Clone)]
@@ -120,6 +132,7 @@ pub struct MemoryServer {
 
 #[tool_router]
 impl MemoryServer {
+    /// A server on `service`, with the QMD collection list its store uses.
     pub fn new(service: MemoryService) -> MemoryServer {
         let collections_file = super::qmd::collections_file(service.store().root());
         MemoryServer {

@@ -23,25 +23,38 @@ use crate::search::{Hit, SearchResponse};
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct MemoryResult {
+    /// The file a file-backed record came from, else the record's id.
     pub path: String,
+    /// First line of the file, else first turn of the record (1 when it has none).
     pub start_line: u64,
+    /// Last line of the file, else last turn of the record.
     pub end_line: u64,
+    /// The hit's overall score, as the results are ranked.
     pub score: f32,
+    /// Cosine similarity to the query; absent when the hit has no vector score.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vector_score: Option<f32>,
+    /// BM25 relative to the best BM25 among the results (0..1); absent without a BM25 match.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text_score: Option<f32>,
+    /// The hit's snippet, ending in a `Source: path#Lstart-Lend` footer.
     pub snippet: String,
+    /// `sessions` for conversation material (a record with a session), else `memory`.
     pub source: &'static str,
+    /// `path#Lstart` or `path#Lstart-Lend`.
     pub citation: String,
+    /// Always `memory`.
     pub corpus: &'static str,
 }
 
 /// Where a hit's record points: a file and lines, or the record itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Location {
+    /// The record's file, else its id.
     pub path: String,
+    /// First line (1 when not stored), or first turn of a record.
     pub start_line: u64,
+    /// Last line (the start when not stored), or last turn of a record.
     pub end_line: u64,
 }
 
@@ -142,14 +155,20 @@ fn result(hit: &Hit, at: &Location, best_bm25: f32) -> MemoryResult {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct FileLines {
+    /// The file's path as asked for.
     pub path: String,
+    /// The lines, joined with `\n`.
     pub text: String,
+    /// Whether lines remain after this page.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// The first line returned (1-based), when the caller gave `from`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub from: Option<usize>,
+    /// Lines returned, when the caller gave `lines`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lines: Option<usize>,
+    /// The line to read from next, when lines remain.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_from: Option<usize>,
 }

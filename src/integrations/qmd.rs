@@ -41,15 +41,20 @@ pub const DEFAULT_MASK: &str = "**/*.md";
 /// One collection: files under `path` whose relative path matches `pattern`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Collection {
+    /// The collection's name (its records live in namespace `qmd:<name>`).
     pub name: String,
+    /// The folder its files are under.
     pub path: PathBuf,
+    /// The glob the files' paths relative to `path` must match (`**/*.md` by default).
     pub pattern: String,
 }
 
 /// The collection list and where it is kept.
 #[derive(Debug, Clone)]
 pub struct Collections {
+    /// The file the list is kept in.
     pub file: PathBuf,
+    /// The collections, in the order they were added.
     pub list: Vec<Collection>,
 }
 
@@ -97,6 +102,7 @@ impl Collections {
         write_atomically(&self.file, &bytes)
     }
 
+    /// The collection named `name`, if any.
     pub fn get(&self, name: &str) -> Option<&Collection> {
         self.list.iter().find(|c| c.name == name)
     }
@@ -158,11 +164,13 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 /// A piece of a markdown file: a section, or part of a long one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chunk {
-    /// 1-based, inclusive.
+    /// First line (1-based).
     pub start_line: usize,
+    /// Last line (1-based, inclusive).
     pub end_line: usize,
     /// The nearest heading above (or the file name).
     pub title: String,
+    /// The chunk's lines (without blank lines at its edges).
     pub text: String,
 }
 
@@ -247,12 +255,19 @@ fn match_name(pattern: &[u8], name: &[u8]) -> bool {
 /// What `update` did to one collection.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct UpdateReport {
+    /// The collection's name.
     pub collection: String,
+    /// Files matching the collection's pattern, read.
     pub files: usize,
+    /// Chunks cut from them (records written or kept).
     pub chunks: usize,
+    /// Records added.
     pub added: usize,
+    /// Records updated.
     pub updated: usize,
+    /// Records left unchanged.
     pub unchanged: usize,
+    /// Records of files or chunks no longer there, deleted.
     pub removed: usize,
 }
 
@@ -378,12 +393,19 @@ fn matching_files(root: &Path, pattern: &str) -> Result<Vec<String>> {
 /// `qmd://` path, which point at the real file.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct QmdHit {
+    /// 0..=1, higher is better (see [`search`]).
     pub score: f32,
+    /// The collection's name.
     pub collection: String,
+    /// `qmd://<collection>/<path>`.
     pub file: String,
+    /// A `@@ -start,count @@` header, then the chunk's text (cut to whole lines).
     pub snippet: String,
+    /// First line of the chunk in the file (1-based).
     pub start_line: u64,
+    /// Last line of the chunk in the file.
     pub end_line: u64,
+    /// The chunk's title: its nearest heading, or the file name.
     pub title: String,
 }
 
@@ -399,6 +421,7 @@ pub enum QmdMode {
 }
 
 impl QmdMode {
+    /// The ranking mode QMD's command stands for.
     pub fn mode(self) -> Mode {
         match self {
             QmdMode::Search => Mode::Bm25,

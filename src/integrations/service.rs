@@ -37,6 +37,7 @@ pub struct SharedEmbedder {
 }
 
 impl SharedEmbedder {
+    /// Wraps `embedder` so clones share it (one call embeds at a time).
     pub fn new(embedder: Box<dyn Embedder>) -> SharedEmbedder {
         SharedEmbedder {
             model_id: embedder.model_id().to_string(),
@@ -67,22 +68,27 @@ impl Embedder for SharedEmbedder {
 /// A search request as the agent front ends phrase it.
 #[derive(Debug, Clone, Default)]
 pub struct SearchRequest {
+    /// What to look for.
     pub query: String,
+    /// Most results to return (0 is taken as 1).
     pub max_results: usize,
     /// Leave out results scoring under this; `None`: the default minimum
     /// (see `search::relevance`), so a query about nothing stored gets nothing.
     pub min_score: Option<f32>,
     /// `None` uses the service's default namespace; `Some("*")` searches all.
     pub namespace: Option<String>,
+    /// Only records of this session; `None` for any.
     pub session: Option<String>,
     /// The tiers to search (default: L2).
     pub tier: Option<TierFilter>,
+    /// How to rank; `None` for hybrid (BM25 and vectors fused).
     pub mode: Option<Mode>,
 }
 
 /// A record with, for a segment or task, a page of its raw messages.
 #[derive(Debug, Clone, Serialize)]
 pub struct Drilldown {
+    /// The record (live or archived) as [`record_json`] gives it.
     pub record: Value,
     /// The messages of the record's session within its turn range, by turn.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -93,6 +99,7 @@ pub struct Drilldown {
     /// Turn to pass as `from` for the next page, when there is more.
     #[serde(rename = "nextFrom", skip_serializing_if = "Option::is_none")]
     pub next_from: Option<u64>,
+    /// Whether messages remain after this page.
     pub truncated: bool,
 }
 
@@ -154,6 +161,7 @@ impl MemoryService {
         })
     }
 
+    /// The store the service was opened on.
     pub fn store(&self) -> &Store {
         &self.store
     }
@@ -354,6 +362,7 @@ impl MemoryService {
         )
     }
 
+    /// Record counts by kind, tier and namespace, and sizes on disk.
     pub fn stats(&self) -> Result<Stats> {
         crate::tiers::stats(&self.store)
     }

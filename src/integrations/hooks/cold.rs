@@ -27,15 +27,19 @@ pub const HOOK_SOURCE: &str = "knowledge-db hook post-tool-use";
 pub struct ColdItem {
     /// The store id of the record (`session:task_id` or the segment id).
     pub id: String,
+    /// `task` or `segment`.
     pub kind: &'static str,
     /// Subject or topic.
     pub title: String,
-    /// Assistant turns.
+    /// The assistant turn the item starts at.
     pub start_turn: u64,
+    /// The assistant turn the item ends at.
     pub end_turn: u64,
+    /// Messages in the item.
     pub message_count: u64,
     /// Estimated tokens of its messages.
     pub tokens: u64,
+    /// The rule-based summary record (JSON, as `add` reads it), stored under `id`.
     pub record: Value,
 }
 

@@ -151,7 +151,9 @@ const NARRATION: &[&str] = &[
 /// (`- …`, `1. …`, `✅ …`), where summaries enumerate details.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sentence {
+    /// The sentence's text.
     pub text: String,
+    /// Whether it came from a list item.
     pub list_item: bool,
 }
 

@@ -129,13 +129,18 @@ impl HookSettings {
 /// The fields of a hook's stdin the hooks use (others are ignored).
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct HookInput {
+    /// The Claude Code session the hook runs for (never empty).
     pub session_id: String,
+    /// The session's transcript (JSONL); the hooks that read it fail without it.
     #[serde(default)]
     pub transcript_path: Option<PathBuf>,
+    /// The session's working directory, if Claude Code sent it.
     #[serde(default)]
     pub cwd: Option<PathBuf>,
+    /// The event's name as Claude Code sends it (`PostToolUse`, `PreCompact`, …).
     #[serde(default)]
     pub hook_event_name: Option<String>,
+    /// PostToolUse: the tool whose call triggered the hook.
     #[serde(default)]
     pub tool_name: Option<String>,
     /// SessionStart: `startup|resume|clear|compact|fork`.
@@ -175,10 +180,12 @@ impl HookInput {
 /// The hooks' folder in a store, and the files in it.
 #[derive(Debug, Clone)]
 pub struct HookFiles {
+    /// `<store>/hooks/`.
     pub dir: PathBuf,
 }
 
 impl HookFiles {
+    /// The hooks' folder of the store at `store_root`.
     pub fn new(store_root: &Path) -> HookFiles {
         HookFiles {
             dir: store_root.join("hooks"),
@@ -203,6 +210,7 @@ impl HookFiles {
         }
     }
 
+    /// The session's state file, `<session>.json`.
     pub fn state(&self, session_id: &str) -> PathBuf {
         self.dir.join(format!("{}.json", Self::stem(session_id)))
     }
@@ -213,11 +221,13 @@ impl HookFiles {
             .join(format!("{}.queue.json", Self::stem(session_id)))
     }
 
+    /// The session's saved preservation block, `<session>.preserve.json`.
     pub fn preserve(&self, session_id: &str) -> PathBuf {
         self.dir
             .join(format!("{}.preserve.json", Self::stem(session_id)))
     }
 
+    /// The hooks' log, `hooks.log`.
     pub fn log(&self) -> PathBuf {
         self.dir.join("hooks.log")
     }
@@ -304,8 +314,11 @@ fn save_state(files: &HookFiles, session_id: &str, state: &SessionState) -> Resu
 /// What reading the transcript's new bytes did.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ReadReport {
+    /// The transcript byte offset this read started at (0 after a restart).
     pub start_offset: u64,
+    /// Bytes read and folded in: whole lines only (a partial last line is read next time).
     pub bytes_read: u64,
+    /// Transcript messages in those bytes.
     pub messages: usize,
     /// The saved state did not match the file (rewritten, another file): read from 0.
     pub restarted: bool,
@@ -398,11 +411,15 @@ fn tail_hash(file: &mut File, path: &Path, offset: u64) -> Result<u64> {
 /// number comes from (`usage` figures of the transcript, else an `estimate`).
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct ContextUsage {
+    /// Tokens in the context: the last `usage` figures, else the estimate.
     pub tokens: u64,
+    /// `tokens` as a share of `context_window` (may exceed 1).
     pub fraction: f64,
+    /// `usage` or `estimate`.
     pub source: &'static str,
 }
 
+/// How full the session's context is against `settings.context_window`.
 pub fn context_usage(state: &SessionState, settings: &HookSettings) -> ContextUsage {
     let (tokens, source) = match state.usage_tokens {
         Some(tokens) => (tokens, "usage"),
@@ -418,29 +435,37 @@ pub fn context_usage(state: &SessionState, settings: &HookSettings) -> ContextUs
 /// What `hook post-tool-use` did.
 #[derive(Debug, Clone, Serialize)]
 pub struct PostToolUseReport {
+    /// The session the hook ran for.
     pub session_id: String,
     /// `false` when another hook of this session held its lock (nothing done).
     pub ran: bool,
+    /// What reading the transcript's new bytes did (default when the hook did not run).
     pub read: ReadReport,
+    /// Assistant turns in the session so far.
     pub assistant_turns: u64,
+    /// How full the context is; `None` when the hook did not run.
     pub usage: Option<ContextUsage>,
     /// Whether the cold check ran (due by turns and over the usage threshold).
     pub checked: bool,
+    /// Cold tasks found by the check.
     pub cold_tasks: usize,
+    /// Cold topic segments found by the check.
     pub cold_segments: usize,
-    /// Records written (added or updated) and unchanged.
+    /// Records written (added or updated).
     pub stored: usize,
+    /// Records already stored as given (left unchanged).
     pub unchanged: usize,
     /// Items queued for the first time.
     pub queued: usize,
-    /// Items waiting in the queue now, and whether the agent was asked (again)
-    /// to compress them.
+    /// Items waiting in the queue now.
     pub pending: usize,
+    /// Whether the agent was asked (again) to compress the pending items.
     pub reminded: bool,
     /// The queue file.
     pub queue: PathBuf,
     /// What to tell the agent, if anything.
     pub message: Option<String>,
+    /// Wall-clock time the hook took, in seconds.
     pub seconds: f64,
 }
 
@@ -588,8 +613,9 @@ struct ColdSummary {
     items: Vec<ColdItem>,
     /// Items queued for the first time.
     queued: usize,
-    /// Records written (added or updated) and unchanged.
+    /// Records written (added or updated).
     written: usize,
+    /// Records already stored as given.
     unchanged: usize,
 }
 
@@ -699,9 +725,13 @@ pub fn additional_context(event: &str, text: &str) -> Value {
 /// The preservation block saved by `pre-compact`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SavedBlock {
+    /// The session the block was built for.
     pub session_id: String,
+    /// When the block was saved (RFC 3339).
     pub created_at: String,
+    /// PreCompact's trigger (`auto|manual`), if Claude Code sent one.
     pub trigger: Option<String>,
+    /// The preservation block's text.
     pub block: String,
     /// Given back to the model already (it is given once).
     pub injected: bool,
@@ -710,11 +740,20 @@ pub struct SavedBlock {
 /// What `hook pre-compact` did.
 #[derive(Debug, Clone, Serialize)]
 pub struct PreCompactReport {
+    /// The session the hook ran for.
     pub session_id: String,
+    /// Whether the hook ran: always `true` in a returned report (it waits for
+    /// the session's lock, else fails).
     pub ran: bool,
+    /// Cold items found before the block was built (0 when storing their
+    /// summaries failed).
     pub cold_items: usize,
+    /// Length of the preservation block, in characters.
     pub block_chars: usize,
+    /// Where the block was saved (`<session>.preserve.json`); always set in a
+    /// returned report.
     pub saved: Option<PathBuf>,
+    /// Wall-clock time the hook took, in seconds.
     pub seconds: f64,
 }
 

@@ -20,6 +20,7 @@ use super::queue::Queue;
 use super::session::{cut, SessionState};
 use crate::store::Store;
 
+/// Longest preservation block, in characters (Claude Code caps hook output at 10,000).
 pub const MAX_BLOCK_CHARS: usize = 9_500;
 /// Longest `git diff --stat` may take.
 const GIT_TIMEOUT: Duration = Duration::from_secs(2);

@@ -41,15 +41,20 @@ use crate::store::Store;
 pub struct PendingEntry {
     /// The id to save the agent's segment under (the rule-based summary's id).
     pub segment_id: String,
+    /// The item's title (the task's subject or the segment's topic).
     pub topic: String,
-    /// Assistant turns.
+    /// The assistant turn the item starts at.
     pub start_turn: u64,
+    /// The assistant turn the item ends at.
     pub end_turn: u64,
+    /// Transcript messages in the item.
     pub message_count: u64,
     /// Turns since the item ended when it was queued (none of the last
     /// `recent_turns` turns mentioned it).
     pub turns_since_mention: u64,
+    /// The assistant turn it was queued at.
     pub queued_at_turn: u64,
+    /// When it was queued (RFC 3339).
     pub timestamp: String,
     /// `segment` or `task`: what the rule-based summary is.
     #[serde(default)]
@@ -62,17 +67,26 @@ pub struct PendingEntry {
 /// An item the agent compressed: its segment arrived.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompressedEntry {
+    /// The queued id the agent's segment arrived under.
     pub segment_id: String,
+    /// The segment's topic, else the queued item's title.
     pub topic: String,
+    /// The assistant turn the segment arrived at (the queueing turn when unknown).
     pub compressed_at_turn: u64,
+    /// Estimated tokens of the item's messages (from the pending entry).
     pub original_tokens: u64,
+    /// Estimated tokens of the agent's segment (topic, content, decisions, files).
     pub compressed_tokens: u64,
+    /// `original_tokens / compressed_tokens`, one decimal; 0 when the segment is empty.
     pub compression_ratio: f64,
     /// Where the segment is: `<store folder>#<record id>`.
     pub storage_location: String,
+    /// When the segment arrived (RFC 3339).
     pub timestamp: String,
+    /// The assistant turn the item started at (0 in entries of older files).
     #[serde(default)]
     pub start_turn: u64,
+    /// The assistant turn the item ended at (0 in entries of older files).
     #[serde(default)]
     pub end_turn: u64,
 }
@@ -80,12 +94,16 @@ pub struct CompressedEntry {
 /// The queue file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Queue {
+    /// The session this queue belongs to (set on load from the caller's id).
     #[serde(default)]
     pub session_id: String,
+    /// Items queued and waiting for the agent's segment.
     #[serde(default)]
     pub pending: Vec<PendingEntry>,
+    /// Items whose segment arrived.
     #[serde(default)]
     pub compressed: Vec<CompressedEntry>,
+    /// The assistant turn of the last cold check.
     #[serde(default)]
     pub last_check_turn: u64,
     /// The turn the agent was last asked to compress the pending items.
@@ -140,6 +158,7 @@ impl Queue {
         Ok(queue)
     }
 
+    /// Writes the queue file atomically and durably.
     pub fn save(&self, path: &Path) -> Result<()> {
         write_json_atomically(path, self)
     }
@@ -169,11 +188,13 @@ impl Queue {
         added
     }
 
+    /// Whether `id` is in the queue, pending or compressed.
     pub fn contains(&self, id: &str) -> bool {
         self.pending.iter().any(|e| e.segment_id == id)
             || self.compressed.iter().any(|e| e.segment_id == id)
     }
 
+    /// Whether `id`'s segment has arrived (it is in `compressed`).
     pub fn is_compressed(&self, id: &str) -> bool {
         self.compressed.iter().any(|e| e.segment_id == id)
     }
@@ -240,7 +261,9 @@ pub fn segment_tokens(segment: &Value) -> u64 {
 /// A queued item whose segment arrived.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Arrival {
+    /// The session whose queue held the item.
     pub session_id: String,
+    /// The entry as moved to `compressed` (its fields flattened in the JSON).
     #[serde(flatten)]
     pub entry: CompressedEntry,
     /// Items of the session still waiting.
@@ -314,6 +337,7 @@ pub fn segments_arrived(store_root: &Path, records: &[Record]) -> Result<Vec<Arr
 /// What adding records did, queue included.
 #[derive(Debug, Clone, Serialize)]
 pub struct AddOutcome {
+    /// What adding the records did to the store.
     pub summary: AddSummary,
     /// Queued items whose segment arrived in this add.
     pub compressed: Vec<Arrival>,

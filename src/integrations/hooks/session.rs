@@ -48,24 +48,34 @@ const MAX_OPEN_CALLS: usize = 64;
 /// What happened over a stretch of turns: the material of a rule-based summary.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Activity {
-    /// First and last conversation turn (`turn_index`: user prompts, as `ingest`
+    /// First conversation turn (`turn_index`: user prompts, as `ingest`
     /// numbers messages).
     pub start_turn: u64,
+    /// Last conversation turn (`turn_index`).
     pub end_turn: u64,
-    /// First and last assistant turn (responses): the hooks' clock, and the turn
-    /// range of the records they write.
+    /// First assistant turn (responses): the hooks' clock, and the start of the
+    /// turn range of the records they write.
     pub start_assistant_turn: u64,
+    /// Last assistant turn.
     pub end_assistant_turn: u64,
+    /// Timestamp of the first message, if the transcript had one.
     pub first_timestamp: Option<String>,
+    /// Timestamp of the latest message, if the transcript had one.
     pub last_timestamp: Option<String>,
+    /// Messages (a response split over several lines counts once).
     pub messages: u64,
     /// Estimated tokens of the messages.
     pub tokens: u64,
+    /// Files changed (edits that succeeded, shell writes), relative to the
+    /// project; the latest 30, latest last.
     pub files_modified: Vec<String>,
+    /// Shell commands run, cut; the first 15.
     pub commands: Vec<String>,
+    /// Error lines from tool results; the first 10.
     pub errors: Vec<String>,
     /// The latest assistant statements (first sentence of each text).
     pub outcomes: Vec<String>,
+    /// Decisions the assistant stated; the first 8.
     pub decisions: Vec<String>,
 }
 
@@ -86,20 +96,28 @@ impl Activity {
 /// A task of the session: from TaskCreate (id from its result) or TodoWrite.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskState {
+    /// The task id from TaskCreate's result, or `todo-<hash>` of a TodoWrite item's text.
     pub id: String,
+    /// The task's subject (a TodoWrite item's text).
     pub subject: String,
+    /// TaskCreate's description (empty for TodoWrite items).
     #[serde(default)]
     pub description: String,
     /// `pending`, `in_progress` or `completed`.
     pub status: String,
     /// `TaskCreate` or `TodoWrite`.
     pub source: String,
+    /// The assistant turn the task was created at.
     pub created_assistant_turn: u64,
     /// When it was first marked in progress: its work starts there.
     #[serde(default)]
     pub started_assistant_turn: Option<u64>,
+    /// The assistant turn it was marked completed at; `None` while not completed.
     pub completed_assistant_turn: Option<u64>,
+    /// When it was completed (RFC 3339): the update's timestamp, else its work's last one.
     pub completed_at: Option<String>,
+    /// The task's work: from when it was marked in progress (or, if never, since
+    /// the task list last changed).
     pub activity: Activity,
     /// Its summary was written to the store.
     #[serde(default)]
@@ -111,6 +129,7 @@ pub struct TaskState {
 pub struct SegmentState {
     /// The prompt that opened it (first line, cut).
     pub first_prompt: String,
+    /// The segment's work, from the turn that opened it.
     pub activity: Activity,
     /// Term counts (prompts and file names weigh more than other text).
     pub term_counts: BTreeMap<String, u32>,
@@ -122,24 +141,33 @@ pub struct SegmentState {
 /// The terms of one recent assistant turn (with the prompt and tool inputs around it).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TurnTerms {
+    /// The assistant turn.
     pub assistant_turn: u64,
+    /// Terms of the turn.
     pub terms: Vec<String>,
 }
 
 /// A TaskCreate call waiting for its result (which carries the task id).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingCreate {
+    /// The task's subject, from the call's input.
     pub subject: String,
+    /// The task's description, from the call's input.
     pub description: String,
+    /// The assistant turn of the call.
     pub assistant_turn: u64,
+    /// The conversation turn (`turn_index`) of the call.
     pub turn: u64,
+    /// The call's timestamp, if the transcript had one.
     pub timestamp: Option<String>,
 }
 
 /// A tool call waiting for its result: what the result will tell about.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OpenCall {
+    /// The tool call's id (its result's `tool_use_id`).
     pub id: String,
+    /// The tool's name.
     pub name: String,
     /// The file an edit tool changes (relative to the project).
     #[serde(default)]
@@ -152,18 +180,26 @@ pub struct OpenCall {
 /// A TaskUpdate call waiting for its result (applied only if it succeeded).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingUpdate {
+    /// The task the update is for.
     pub task_id: String,
+    /// The new status, if the call sets one.
     pub status: Option<String>,
+    /// The new subject, if the call sets one.
     pub subject: Option<String>,
+    /// The assistant turn of the call.
     pub assistant_turn: u64,
+    /// The call's timestamp, if the transcript had one.
     pub timestamp: Option<String>,
 }
 
 /// Everything the hooks keep about one session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionState {
+    /// The state file's format ([`STATE_VERSION`]): another version is rebuilt from the transcript.
     pub version: u32,
+    /// The Claude Code session.
     pub session_id: String,
+    /// The transcript read; another path makes the hooks rebuild the state.
     pub transcript: PathBuf,
     /// Bytes of the transcript read so far (always at a line end).
     pub offset: u64,
@@ -179,14 +215,17 @@ pub struct SessionState {
     pub tail_hash: u64,
     /// User prompts so far (turns, as `ingest` counts them).
     pub prompts: u64,
+    /// Assistant turns (API responses) so far: the hooks' clock.
     pub assistant_turns: u64,
     /// The API response the last assistant line belonged to (one response may
     /// be split over lines, and over two hook calls).
     pub last_response_id: Option<String>,
+    /// Timestamp of the latest message, if the transcript had one.
     pub last_timestamp: Option<String>,
     /// When the API response `last_response_id` started.
     #[serde(default)]
     pub response_timestamp: Option<String>,
+    /// The model of the latest response that named one.
     pub model: Option<String>,
     /// Prompt size the last response reported (input + cache + output), since the
     /// last compaction; `None` when the transcript has no usage figures.
@@ -195,8 +234,11 @@ pub struct SessionState {
     pub estimated_tokens: u64,
     /// The session called TaskCreate, TaskUpdate or TodoWrite.
     pub uses_task_tools: bool,
+    /// The session's tasks, in the order they were created.
     pub tasks: Vec<TaskState>,
+    /// TaskCreate calls waiting for their result, by tool call id.
     pub pending_creates: BTreeMap<String, PendingCreate>,
+    /// TaskUpdate calls waiting for their result, by tool call id.
     pub pending_updates: BTreeMap<String, PendingUpdate>,
     /// Tool calls whose result has not been read yet.
     #[serde(default)]
@@ -210,20 +252,28 @@ pub struct SessionState {
     pub since_task_change: Activity,
     /// Terms of the last turns, oldest first.
     pub recent: VecDeque<TurnTerms>,
+    /// The segment still going on; `None` when none is open (before the first
+    /// message, or after one closed).
     pub open_segment: Option<SegmentState>,
     /// Closed segments not yet summarized.
     pub closed_segments: Vec<SegmentState>,
-    /// Session-wide, for the preservation block: latest last.
+    /// Files changed in the whole session, for the preservation block; the
+    /// latest 30, latest last.
     pub modified_files: Vec<String>,
+    /// Test commands run, cut; the latest 10, latest last.
     pub test_commands: Vec<String>,
+    /// Decisions the assistant stated; the latest 8, latest last.
     pub decisions: Vec<String>,
+    /// Error lines from tool results; the latest 10, latest last.
     pub errors: Vec<String>,
     /// The assistant turn of the last cold check.
     pub last_check_turn: u64,
+    /// The session's working directory: from the hook input, else the transcript.
     pub cwd: Option<String>,
 }
 
 impl SessionState {
+    /// An empty state for the session's transcript, at offset 0.
     pub fn new(session_id: &str, transcript: PathBuf) -> SessionState {
         SessionState {
             version: STATE_VERSION,

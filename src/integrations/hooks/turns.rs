@@ -30,8 +30,11 @@ pub const DEFAULT_MESSAGE_CHARS: usize = 4_000;
 /// What to read.
 #[derive(Debug, Clone)]
 pub struct TurnQuery {
+    /// The session to read.
     pub session_id: String,
+    /// First assistant turn of the range (from 1).
     pub from: u64,
+    /// Last assistant turn of the range (at least `from`; cut to the turns there are).
     pub to: u64,
     /// Most messages returned (a page); `None` for all.
     pub limit: Option<usize>,
@@ -42,10 +45,15 @@ pub struct TurnQuery {
 /// One message of a turn range.
 #[derive(Debug, Clone, Serialize)]
 pub struct TurnMessage {
+    /// The assistant turn the message belongs to.
     pub turn: u64,
+    /// The message's line in the transcript.
     pub line: u64,
+    /// The speaker: `user`, `assistant`, `system` or `tool`.
     pub role: String,
+    /// The message's text, shortened to `max_chars` when asked.
     pub text: String,
+    /// The message's timestamp, if known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<String>,
     /// Characters cut from the middle of the text (0 when whole).
@@ -60,21 +68,28 @@ fn is_zero(n: &usize) -> bool {
 /// The messages of a turn range and where they came from.
 #[derive(Debug, Clone, Serialize)]
 pub struct TurnMessages {
+    /// The session read.
     pub session_id: String,
+    /// First assistant turn of the range.
     pub from: u64,
+    /// Last assistant turn of the range (cut to the turns the session has).
     pub to: u64,
     /// Turns the session has so far.
     pub turns: u64,
     /// `store` (ingested messages) or `transcript` (read from the file).
     pub source: &'static str,
+    /// The session's transcript, when known.
     pub transcript: Option<PathBuf>,
-    /// The transcript lines of the range (the last one `None` when open-ended).
+    /// Transcript line where the range starts.
     pub first_line: u64,
+    /// Transcript line where the range ends; `None` when it runs to the end.
     pub last_line: Option<u64>,
+    /// The messages in the range, by line (a page of them when `limit` was given).
     pub messages: Vec<TurnMessage>,
     /// The turn to read from next, when a page did not hold the whole range.
     #[serde(rename = "nextFrom", skip_serializing_if = "Option::is_none")]
     pub next_from: Option<u64>,
+    /// Whether `limit` cut the range (`nextFrom` says where to go on).
     pub truncated: bool,
 }
 
