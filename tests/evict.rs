@@ -1087,7 +1087,12 @@ proptest! {
         }
         let cost = |m: &Message| Tokenizer::Estimate.message(m);
         let total: usize = messages.iter().map(cost).sum();
-        let budget = ((total as f64 * share) as usize).max(400);
+        // The pack keeps room for its note at the note's longest (about 130
+        // tokens) and may write a shorter one; under about 1,300 tokens that
+        // room is over a tenth of the budget, so the 90% floor is promised
+        // only above it (as for small messages above). CI found the case: a
+        // 400-token budget packed to 356.
+        let budget = ((total as f64 * share) as usize).max(1_500);
         prop_assume!(budget < total);
         let record_id = |m: &Message| format!("p:{}", m.uuid.clone().unwrap_or_default());
         let p = pack_prompt(messages.clone(), budget, &PriorityOptions::default(), &cost, &record_id).unwrap();
