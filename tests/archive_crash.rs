@@ -58,13 +58,7 @@ fn populated_store() -> (TestStore, BTreeSet<String>) {
         lines.push_str(&line);
         lines.push('\n');
     }
-    let input = store.write("records.jsonl", lines.as_bytes());
-    store
-        .cmd()
-        .args(["add", "--embed", "later"])
-        .arg(&input)
-        .assert()
-        .success();
+    store.add_later("records.jsonl", lines.as_bytes());
     (store, ids)
 }
 

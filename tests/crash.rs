@@ -465,13 +465,7 @@ fn deletes_files_left_by_a_killed_writer_do_not_block_later_writes() {
     }
     std::fs::write(&managed_path, serde_json::to_vec(&managed).unwrap()).unwrap();
     // An update (a delete in that segment) and a delete both commit.
-    let update = store.write("b.jsonl", br#"{"id": "a", "text": "first, updated"}"#);
-    store
-        .cmd()
-        .args(["add", "--embed", "later"])
-        .arg(&update)
-        .assert()
-        .success();
+    store.add_later("b.jsonl", br#"{"id": "a", "text": "first, updated"}"#);
     store.cmd().args(["delete", "b"]).assert().success();
     store.cmd().arg("verify").assert().success();
     let copies = every_copy(&store.path());

@@ -35,13 +35,7 @@ fn store_with_scripts() -> TestStore {
         .iter()
         .map(|(script, _, text)| json!({"id": script, "text": text}).to_string() + "\n")
         .collect();
-    let input = store.write("scripts.jsonl", lines.as_bytes());
-    store
-        .cmd()
-        .args(["add", "--embed", "later"])
-        .arg(&input)
-        .assert()
-        .success();
+    store.add_later("scripts.jsonl", lines.as_bytes());
     store
 }
 

@@ -71,14 +71,7 @@ fn add_notes_later(
         let note = serde_json::json!({"id": format!("n{i}"), "title": format!("note {i}"), "text": text(i)});
         lines.push_str(&format!("{note}\n"));
     }
-    let input = store.write("notes.jsonl", lines.as_bytes());
-    store
-        .cmd()
-        .args(["add", "--embed", "later"])
-        .arg(&input)
-        .assert()
-        .success();
-    input
+    store.add_later("notes.jsonl", lines.as_bytes())
 }
 
 /// A worker started as a write starts one (`upkeep --background`), not waited for.
@@ -230,12 +223,7 @@ fn a_worker_killed_at_any_moment_loses_nothing_and_the_next_resumes() {
 #[test]
 fn one_worker_at_a_time() {
     let store = TestStore::new();
-    store
-        .cmd()
-        .args(["add", "--embed", "later"])
-        .arg(store.write("a.json", br#"{"id":"a","text":"first note"}"#))
-        .assert()
-        .success();
+    store.add_later("a.json", br#"{"id":"a","text":"first note"}"#);
     // Stand in for a running worker by holding its lock (a real worker may
     // finish before the test looks, which made this test flaky on CI).
     std::fs::create_dir_all(store.path().join("upkeep")).unwrap();

@@ -103,6 +103,18 @@ impl TestStore {
         std::fs::write(&path, bytes).expect("write input");
         path
     }
+
+    /// Writes `bytes` as the input file `name` and adds it without vectors
+    /// (`add --embed later`), which must succeed; returns the file's path.
+    pub fn add_later(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let input = self.write(name, bytes);
+        self.cmd()
+            .args(["add", "--embed", "later"])
+            .arg(&input)
+            .assert()
+            .success();
+        input
+    }
 }
 
 fn collect(root: &Path, dir: &Path, files: &mut BTreeMap<PathBuf, Vec<u8>>) {
