@@ -46,6 +46,8 @@ def load(path):
                 "pred": [r[6] if len(r) > 6 else None for r in c],
                 # Share of the query's identifiers the candidate holds.
                 "ident": np.array([r[7] if len(r) > 7 else 0.0 for r in c], dtype=np.float64),
+                # 1 when the candidate's own time falls on the date the query names.
+                "dated": np.array([r[8] if len(r) > 8 else 0 for r in c], dtype=np.float64),
             }
             queries.append(q)
     return queries
@@ -142,6 +144,9 @@ def answerable_rows(positives, negatives, model):
     return np.array(X), y, w
 
 
+# Added to the logit of a candidate dated on the query's date (relevance.rs DATE_WEIGHT).
+DATE_WEIGHT = 3.0
+
 # Neighbour raising (src/search/neighbours.rs).
 RAISE = 0.3
 FROM_TOP = 20
@@ -174,7 +179,7 @@ def scores(q, name, fitted, neighbours=True):
     level = sigmoid(np.dot(best_evidence(q, model), ans_w[:-1]) + ans_w[-1])
     # A record holding every identifier of the query vouches for itself.
     level = np.where(q["ident"][pool] >= 1.0, 1.0, level)
-    logits = X @ rel_w[:-1] + rel_w[-1]
+    logits = X @ rel_w[:-1] + rel_w[-1] + DATE_WEIGHT * q["dated"][pool]
     if neighbours:
         logits = raise_predecessors(q, pool, level, logits)
     return pool, level * sigmoid(logits)

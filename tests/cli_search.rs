@@ -434,3 +434,70 @@ fn an_emptied_store_points_at_the_archive() {
     let archived = store.json(&["search", "oauth token refresh", "--tier", "all"]);
     assert_eq!(archived["results"][0]["tier"], "l3", "{archived}");
 }
+
+/// A query naming a day or month raises the records written then (issue 20):
+/// the date lives in the record's time, not in its words.
+#[test]
+fn a_query_naming_a_date_ranks_records_of_that_date_first() {
+    let store = TestStore::new();
+    let notes = [
+        ("deploy-0302", "2026-03-02T10:00:00Z", "smoke tests green"),
+        (
+            "deploy-0309",
+            "2026-03-09T10:00:00Z",
+            "rolled back after a cache error",
+        ),
+        (
+            "deploy-0316",
+            "2026-03-16T10:00:00Z",
+            "warmed the caches first",
+        ),
+        ("deploy-undated", "", "outcome unknown"),
+    ];
+    let lines: Vec<String> = notes
+        .iter()
+        .map(|(id, at, outcome)| {
+            let mut note = serde_json::json!({
+                "id": id,
+                "kind": "note",
+                "title": "billing service deploy",
+                "text": format!("Deployed the billing service to production; {outcome}."),
+            });
+            if !at.is_empty() {
+                note["timestamp"] = serde_json::json!(at);
+            }
+            note.to_string()
+        })
+        .collect();
+    let input = store.write("deploys.jsonl", (lines.join("\n") + "\n").as_bytes());
+    store.cmd().arg("add").arg(&input).assert().success();
+    for (query, expected) in [
+        ("billing service deploy on March 9, 2026", "deploy-0309"),
+        (
+            "what happened to the billing deploy on 2026-03-16",
+            "deploy-0316",
+        ),
+        ("billing service deploy of 2 March 2026", "deploy-0302"),
+        // Within four days of the named day still counts.
+        ("the billing service deploy on Mar 11", "deploy-0309"),
+    ] {
+        let bm25 = store.search_ids(&[query, "-k", "1"]);
+        assert_eq!(bm25, [expected], "query {query}, BM25 alone");
+        // Hybrid: first of the dated ones (on four records, the undated one's
+        // similarity alone can outweigh a date).
+        let hybrid = store.json(&["search", query, "--all"]);
+        let first_dated = hybrid["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|r| r["id"].as_str().unwrap_or_default())
+            .find(|id| *id != "deploy-undated");
+        assert_eq!(first_dated, Some(expected), "query {query}: {hybrid}");
+    }
+    // A date none was written on raises none: the order is the query's own.
+    let order = |query: &str| store.search_ids(&[query, "--all"]);
+    assert_eq!(
+        order("billing service deploy on 2025-07-01"),
+        order("billing service deploy")
+    );
+}

@@ -207,13 +207,14 @@ fn assert_abstains(report: &serde_json::Value, share: f64, max_cost: f64) {
 
 /// The published dense retriever (DRAGON) reaches 0.675 Recall@10 on LoCoMo turns;
 /// the default hybrid (calibrated scores, each turn with the turn before it as
-/// context, the turn a high-ranking turn replies to raised) measures 0.779.
+/// context, the turn a high-ranking turn replies to raised, turns of a date the
+/// question names raised) measures 0.795 (0.779 before the dates).
 #[test]
 fn hybrid_beats_the_published_dense_retriever_on_locomo() {
     let report = eval("locomo-dev");
     assert_eq!(report["vector"], "used");
     let recall = report["recall_at_10"].as_f64().unwrap();
-    assert!(recall >= 0.77, "LoCoMo Recall@10 {recall} below 0.77");
+    assert!(recall >= 0.785, "LoCoMo Recall@10 {recall} below 0.785");
     assert_abstains(&report, 0.97, 0.004);
 }
 

@@ -21,6 +21,7 @@
 //!   reports its quality without the minimum, so the cost of abstaining shows.
 
 pub mod metrics;
+mod times;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -390,6 +391,8 @@ impl Corpus {
         let started = std::time::Instant::now();
         match self {
             Corpus::Beir(path) => {
+                let copy = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?;
+                let path = times::with_record_times(path, copy.path())?.unwrap_or(path.clone());
                 let parse = ParseOptions {
                     namespace_field,
                     added_at: knowledge_db::now_rfc3339(),
@@ -397,7 +400,7 @@ impl Corpus {
                 };
                 let added = add_paths(
                     store,
-                    std::slice::from_ref(path),
+                    std::slice::from_ref(&path),
                     &mut std::io::empty(),
                     &parse,
                     embedder,
@@ -737,7 +740,8 @@ fn dump_candidates(
                 c.vector_rank,
                 grade,
                 predecessors.get(&i),
-                c.identifiers
+                c.identifiers,
+                u8::from(c.dated)
             ]));
         }
         let line = serde_json::json!({

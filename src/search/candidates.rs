@@ -36,6 +36,9 @@ pub struct Candidate {
     /// Share of the query's identifiers (see [`identifier_terms`]) the record
     /// contains; 0 when the query has none.
     pub identifiers: f32,
+    /// Whether the record's own time falls on the date the query names (see
+    /// [`super::dates`]); false when the query names none or the record has no time.
+    pub dated: bool,
 }
 
 /// What a query weighs, to put BM25 scores on a scale that means the same for
@@ -106,6 +109,7 @@ pub fn union(bm25: &[(f32, DocAddress)], vector: &[(f32, DocAddress)]) -> Vec<Ca
             cosine: None,
             vector_rank: None,
             identifiers: 0.0,
+            dated: false,
         });
     }
     for (rank, &(score, doc)) in vector.iter().enumerate() {
@@ -123,6 +127,7 @@ pub fn union(bm25: &[(f32, DocAddress)], vector: &[(f32, DocAddress)]) -> Vec<Ca
                     cosine: Some(score),
                     vector_rank: Some(rank + 1),
                     identifiers: 0.0,
+                    dated: false,
                 });
             }
         }

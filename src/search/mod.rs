@@ -9,6 +9,7 @@
 
 pub mod batch;
 pub mod candidates;
+pub mod dates;
 pub mod dedup;
 pub mod fusion;
 pub mod neighbours;
@@ -677,6 +678,7 @@ impl SearchEngine {
                 self.fill_cosines(side, v, &mut pool)?;
             }
             self.mark_identifiers(query, &mut pool)?;
+            self.mark_dates(query, &mut pool)?;
             let signals = candidates::QuerySignals::of(&self.searcher, self.fields.content, terms);
             let mut calibrated = relevance::calibrate(&pool, &signals, sides);
             self.raise_predecessors(&pool, &mut calibrated)?;
@@ -844,6 +846,30 @@ impl SearchEngine {
         Ok(())
     }
 
+    /// Marks the candidates whose own time falls on the date the query names.
+    fn mark_dates(&self, query: &str, pool: &mut [candidates::Candidate]) -> Result<()> {
+        let Some(hint) = dates::DateHint::of(query) else {
+            return Ok(());
+        };
+        let mut columns = HashMap::new();
+        for c in pool.iter_mut() {
+            let segment = c.doc.segment_ord;
+            let column = match columns.entry(segment) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => e.insert(
+                    self.searcher
+                        .segment_reader(segment)
+                        .fast_fields()
+                        .date("timestamp")?,
+                ),
+            };
+            c.dated = column
+                .first(c.doc.doc_id)
+                .is_some_and(|t| hint.covers(t.into_timestamp_secs()));
+        }
+        Ok(())
+    }
+
     /// The exact cosine similarity of each candidate the vector side did not return.
     fn fill_cosines(
         &self,
@@ -897,6 +923,7 @@ impl SearchEngine {
             self.fill_cosines(side, v, &mut pool)?;
         }
         self.mark_identifiers(query, &mut pool)?;
+        self.mark_dates(query, &mut pool)?;
         Ok((signals, pool))
     }
 
