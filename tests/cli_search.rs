@@ -453,7 +453,13 @@ fn a_query_naming_a_date_ranks_records_of_that_date_first() {
             "warmed the caches first",
         ),
         ("deploy-undated", "", "outcome unknown"),
+        ("deploy-yesterday", "yesterday", "the new region went live"),
     ];
+    let yesterday = time::OffsetDateTime::now_utc()
+        .date()
+        .previous_day()
+        .expect("a yesterday")
+        .to_string();
     let lines: Vec<String> = notes
         .iter()
         .map(|(id, at, outcome)| {
@@ -463,8 +469,12 @@ fn a_query_naming_a_date_ranks_records_of_that_date_first() {
                 "title": "billing service deploy",
                 "text": format!("Deployed the billing service to production; {outcome}."),
             });
-            if !at.is_empty() {
-                note["timestamp"] = serde_json::json!(at);
+            match *at {
+                "" => {}
+                "yesterday" => {
+                    note["timestamp"] = serde_json::json!(format!("{yesterday}T12:00:00Z"))
+                }
+                at => note["timestamp"] = serde_json::json!(at),
             }
             note.to_string()
         })
@@ -480,6 +490,8 @@ fn a_query_naming_a_date_ranks_records_of_that_date_first() {
         ("billing service deploy of 2 March 2026", "deploy-0302"),
         // Within four days of the named day still counts.
         ("the billing service deploy on Mar 11", "deploy-0309"),
+        // Relative to today.
+        ("the billing service deploy yesterday", "deploy-yesterday"),
     ] {
         let bm25 = store.search_ids(&[query, "-k", "1"]);
         assert_eq!(bm25, [expected], "query {query}, BM25 alone");

@@ -15,7 +15,10 @@
 //!   without the year (`on Oct 13`), that day of any year;
 //! - a month: `October 2023`; `in October` (also `during`, `of`, `since`,
 //!   `until`), that month of any year; a bare month must be capitalised and
-//!   follow one of those words, so "may" and "march" as words name nothing.
+//!   follow one of those words, so "may" and "march" as words name nothing;
+//! - relative to today (UTC): `today`, `yesterday` (that day only), `3 days
+//!   ago` (a day either side), `this week`, `last week` (Monday to Sunday),
+//!   `this month`, `last month`.
 //!
 //! A day matches records within [`NEAR_DAYS`] days of it: a conversation on a
 //! date tells of what happened a few days before, and the date a question names
@@ -40,17 +43,25 @@ pub enum DateHint {
     Month(i32, Month),
     /// A month, in any year.
     MonthOfAnyYear(Month),
+    /// From the first day to the last, both included.
+    Days(Date, Date),
 }
 
 impl DateHint {
-    /// The first date named in `query`, if any.
+    /// The first date named in `query`, if any, with today (UTC) for the
+    /// relative ones.
     pub fn of(query: &str) -> Option<DateHint> {
+        DateHint::of_at(query, OffsetDateTime::now_utc().date())
+    }
+
+    /// The first date named in `query`, if any, taking `today` as today.
+    pub fn of_at(query: &str, today: Date) -> Option<DateHint> {
         let words: Vec<&str> = query
             .split_whitespace()
             .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '-'))
             .filter(|w| !w.is_empty())
             .collect();
-        (0..words.len()).find_map(|i| hint_at(&words, i))
+        (0..words.len()).find_map(|i| hint_at(&words, i).or_else(|| relative_at(&words, i, today)))
     }
 
     /// Whether a record whose own time is `unix_secs` falls on this date.
@@ -67,6 +78,7 @@ impl DateHint {
                 .any(|named| near(date, named)),
             DateHint::Month(year, month) => date.year() == year && date.month() == month,
             DateHint::MonthOfAnyYear(month) => date.month() == month,
+            DateHint::Days(first, last) => first <= date && date <= last,
         }
     }
 }
@@ -112,6 +124,46 @@ fn hint_at(words: &[&str], i: usize) -> Option<DateHint> {
     match next(2).and_then(year_of) {
         Some(year) => day_in(year, month, day),
         None => Some(DateHint::DayOfAnyYear(month, day)),
+    }
+}
+
+/// "yesterday", "3 days ago", "last week"… starting at `words[i]`, from `today`.
+fn relative_at(words: &[&str], i: usize, today: Date) -> Option<DateHint> {
+    let word = words[i].to_lowercase();
+    let next = words.get(i + 1).map(|w| w.to_lowercase());
+    let day = |days_back: i64| today.checked_sub(time::Duration::days(days_back));
+    match (word.as_str(), next.as_deref()) {
+        // Said of one's own recent days, these are exact (a named calendar
+        // day is not: see NEAR_DAYS).
+        ("today", _) => Some(DateHint::Days(today, today)),
+        ("yesterday", _) => day(1).map(|d| DateHint::Days(d, d)),
+        ("this" | "last", Some("week")) => {
+            let monday = day(i64::from(today.weekday().number_days_from_monday()))?;
+            let first = if word == "last" {
+                monday.checked_sub(time::Duration::days(7))?
+            } else {
+                monday
+            };
+            Some(DateHint::Days(
+                first,
+                first.checked_add(time::Duration::days(6))?,
+            ))
+        }
+        ("this", Some("month")) => Some(DateHint::Month(today.year(), today.month())),
+        ("last", Some("month")) => {
+            let last = today.replace_day(1).ok()?.previous_day()?;
+            Some(DateHint::Month(last.year(), last.month()))
+        }
+        (_, Some("days" | "day"))
+            if words
+                .get(i + 2)
+                .is_some_and(|w| w.eq_ignore_ascii_case("ago")) =>
+        {
+            let n: i64 = word.parse().ok()?;
+            let d = (1..=366).contains(&n).then(|| day(n)).flatten()?;
+            Some(DateHint::Days(d.previous_day()?, d.next_day()?.min(today)))
+        }
+        _ => None,
     }
 }
 
@@ -227,6 +279,52 @@ mod tests {
         ] {
             assert_eq!(DateHint::of(query), None, "{query}");
         }
+    }
+
+    #[test]
+    fn relative_dates_count_from_today() {
+        // A Wednesday.
+        let today = date!(2026 - 11 - 25);
+        let of = |q: &str| DateHint::of_at(q, today);
+        assert_eq!(
+            of("what did we fix yesterday?"),
+            Some(DateHint::Days(date!(2026 - 11 - 24), date!(2026 - 11 - 24)))
+        );
+        assert_eq!(
+            of("the test that failed today"),
+            Some(DateHint::Days(today, today))
+        );
+        assert_eq!(
+            of("the deploy 3 days ago"),
+            Some(DateHint::Days(date!(2026 - 11 - 21), date!(2026 - 11 - 23)))
+        );
+        assert_eq!(
+            of("what did we decide last week"),
+            Some(DateHint::Days(date!(2026 - 11 - 16), date!(2026 - 11 - 22)))
+        );
+        assert_eq!(
+            of("the flaky tests this week"),
+            Some(DateHint::Days(date!(2026 - 11 - 23), date!(2026 - 11 - 29)))
+        );
+        assert_eq!(
+            of("last month"),
+            Some(DateHint::Month(2026, Month::October))
+        );
+        assert_eq!(
+            DateHint::of_at("last month", date!(2026 - 01 - 10)),
+            Some(DateHint::Month(2025, Month::December))
+        );
+        // An absolute date wins where it comes first; words alone name nothing.
+        assert_eq!(
+            of("on 2026-03-09, not yesterday"),
+            Some(DateHint::Day(date!(2026 - 03 - 09)))
+        );
+        assert_eq!(of("the last of the weekly jobs"), None);
+        assert_eq!(of("two days ago"), None);
+        let week = DateHint::Days(date!(2026 - 11 - 16), date!(2026 - 11 - 22));
+        assert!(week.covers(secs(date!(2026 - 11 - 16))));
+        assert!(week.covers(secs(date!(2026 - 11 - 22))));
+        assert!(!week.covers(secs(date!(2026 - 11 - 23))));
     }
 
     #[test]
