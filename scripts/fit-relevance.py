@@ -131,14 +131,26 @@ def relevant_rows(queries, model):
     return np.vstack(X), np.concatenate(y), np.concatenate(w)
 
 
-def best_evidence(q, model):
+def best_evidence(q, model, ans_w=None):
+    """The answerable model's inputs: with both retrievers and known weights,
+    the features of the one candidate whose evidence is strongest (as
+    relevance.rs reads them); else each feature's best over the pool."""
     pool = model["pool"](q)
     f = features(q)
-    return [f[name][pool].max() if pool.any() else 0.0 for name in model["answerable"]]
+    if not pool.any():
+        return [0.0 for _ in model["answerable"]]
+    X = np.c_[tuple(f[name][pool] for name in model["answerable"])]
+    if ans_w is not None and len(model["answerable"]) > 1:
+        logits = X @ ans_w[:-1]
+        k = int(np.argmax(logits))
+        if logits[k] < 0:  # no candidate beats an empty one (relevance.rs starts from [0, 0])
+            return [0.0 for _ in model["answerable"]]
+        return list(X[k])
+    return list(X.max(axis=0))
 
 
-def answerable_rows(positives, negatives, model):
-    X = [best_evidence(q, model) for q in positives + negatives]
+def answerable_rows(positives, negatives, model, ans_w=None):
+    X = [best_evidence(q, model, ans_w) for q in positives + negatives]
     y = np.r_[np.ones(len(positives)), np.zeros(len(negatives))]
     w = np.where(y > 0, 0.5 / len(positives), 0.5 / max(1, len(negatives)))
     return np.array(X), y, w
@@ -176,7 +188,7 @@ def scores(q, name, fitted, neighbours=True):
     f = features(q)
     rel_w, ans_w = fitted[name]
     X = np.c_[tuple(f[n][pool] for n in model["relevant"])]
-    level = sigmoid(np.dot(best_evidence(q, model), ans_w[:-1]) + ans_w[-1])
+    level = sigmoid(np.dot(best_evidence(q, model, ans_w), ans_w[:-1]) + ans_w[-1])
     # A record holding every identifier of the query vouches for itself.
     level = np.where(q["ident"][pool] >= 1.0, 1.0, level)
     logits = X @ rel_w[:-1] + rel_w[-1] + DATE_WEIGHT * q["dated"][pool]
@@ -275,6 +287,10 @@ def main():
     for name, model in MODELS.items():
         rel_w = fit_logistic(*relevant_rows(fit_pos, model))
         ans_w = fit_logistic(*answerable_rows(fit_pos, fit_cross, model))
+        # Joint evidence depends on the weights that pick its candidate:
+        # refit a few times on the candidate the last fit picks.
+        for _ in range(3):
+            ans_w = fit_logistic(*answerable_rows(fit_pos, fit_cross, model, ans_w))
         fitted[name] = (rel_w, ans_w)
 
     # The default minimum: the highest on a grid costing at most max_cost

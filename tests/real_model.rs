@@ -225,5 +225,5 @@ fn hybrid_beats_bm25_on_scifact() {
     assert_eq!(report["vector"], "used");
     let ndcg = report["ndcg_at_10"].as_f64().unwrap();
     assert!(ndcg >= 0.70, "SciFact nDCG@10 {ndcg} below 0.70");
-    assert_abstains(&report, 0.92, 0.006);
+    assert_abstains(&report, 0.95, 0.007);
 }

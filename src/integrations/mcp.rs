@@ -54,7 +54,7 @@ pub(crate) struct SearchArgs {
     #[schemars(range(min = 1, max = 100))]
     pub max_results: Option<usize>,
     /// Leave out results scoring below this. Scores are calibrated probabilities
-    /// of relevance (0..1); default 0.10 (when vectors are used), so a query
+    /// of relevance (0..1); default 0.06 (when vectors are used), so a query
     /// about nothing stored gets an empty answer; 0 shows weak matches too
     pub min_score: Option<f32>,
     /// Namespace to search; "*" for all (default: the server's --namespace, else all)
