@@ -1,8 +1,9 @@
 //! Dates a query names, and whether a record's own time falls on them.
 //!
-//! "What painting did Melanie show Caroline on October 13, 2023?" names a day;
-//! the turn that answers it was written that day, but nothing in its words says
-//! so: the date lives in the record's time, not its text. So when a query names
+//! "What painting did Melanie show to Caroline on October 13, 2023?" names a
+//! day; the turn that answers it ("Here's one I did last week. It's inspired by
+//! the sunsets") was written that day, but nothing in its words says so: the
+//! date lives in the record's time, not its text. So when a query names
 //! a day or a month, a record whose own time (`timestamp`, `compressed_at`…)
 //! falls on it is raised in the calibrated ranking (see
 //! [`super::relevance::DATE_WEIGHT`]). Records without a time are left as they
