@@ -21,22 +21,17 @@ use knowledge_db::search::dates::DateHint;
 /// `timestamp`, in `dir`; `None` when the first document has no `date_time`
 /// (the corpus is added as it is).
 pub(super) fn with_record_times(corpus: &Path, dir: &Path) -> Result<Option<std::path::PathBuf>> {
-    let file = std::fs::File::open(corpus).map_err(|e| Error::io(corpus, e))?;
-    let mut lines = std::io::BufReader::new(file).lines().peekable();
-    let first_has_time = match lines.peek() {
-        Some(Ok(line)) => serde_json::from_str::<Value>(line)
-            .ok()
-            .and_then(|doc| doc.pointer("/metadata/date_time").cloned())
-            .is_some_and(|v| v.is_string()),
-        _ => false,
-    };
+    let first_has_time = super::first_json_line(corpus)?
+        .pointer("/metadata/date_time")
+        .is_some_and(Value::is_string);
     if !first_has_time {
         return Ok(None);
     }
+    let file = std::fs::File::open(corpus).map_err(|e| Error::io(corpus, e))?;
     let path = dir.join("corpus.jsonl");
     let out = std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
     let mut out = BufWriter::new(out);
-    for line in lines {
+    for line in std::io::BufReader::new(file).lines() {
         let line = line.map_err(|e| Error::io(corpus, e))?;
         writeln!(out, "{}", timed(&line)).map_err(|e| Error::io(&path, e))?;
     }

@@ -851,20 +851,14 @@ impl SearchEngine {
         let Some(hint) = dates::DateHint::of(query) else {
             return Ok(());
         };
-        let mut columns = HashMap::new();
+        let mut columns = Vec::with_capacity(self.searcher.segment_readers().len());
+        for segment in self.searcher.segment_readers() {
+            columns.push(segment.fast_fields().date("timestamp")?);
+        }
         for c in pool.iter_mut() {
-            let segment = c.doc.segment_ord;
-            let column = match columns.entry(segment) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => e.insert(
-                    self.searcher
-                        .segment_reader(segment)
-                        .fast_fields()
-                        .date("timestamp")?,
-                ),
-            };
-            c.dated = column
-                .first(c.doc.doc_id)
+            c.dated = columns
+                .get(c.doc.segment_ord as usize)
+                .and_then(|column| column.first(c.doc.doc_id))
                 .is_some_and(|t| hint.covers(t.into_timestamp_secs()));
         }
         Ok(())
