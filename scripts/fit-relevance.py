@@ -159,6 +159,18 @@ def answerable_rows(positives, negatives, model, ans_w=None):
 # Added to the logit of a candidate dated on the query's date (relevance.rs DATE_WEIGHT).
 DATE_WEIGHT = 3.0
 
+# Taken off the answerable logit of a hybrid search whose best BM25 share is
+# under WORDLESS_SHARE (relevance.rs wordless_penalty).
+WORDLESS_SHARE = 0.2
+WORDLESS_PENALTY = 4.0
+
+
+def wordless_penalty(q, pool):
+    f = features(q)
+    best = f["bn"][pool].max(initial=0.0)
+    return WORDLESS_PENALTY * min(1.0, max(0.0, 1.0 - best / WORDLESS_SHARE))
+
+
 # Neighbour raising (src/search/neighbours.rs).
 RAISE = 0.3
 FROM_TOP = 20
@@ -188,7 +200,10 @@ def scores(q, name, fitted, neighbours=True):
     f = features(q)
     rel_w, ans_w = fitted[name]
     X = np.c_[tuple(f[n][pool] for n in model["relevant"])]
-    level = sigmoid(np.dot(best_evidence(q, model, ans_w), ans_w[:-1]) + ans_w[-1])
+    logit = np.dot(best_evidence(q, model, ans_w), ans_w[:-1]) + ans_w[-1]
+    if name == "HYBRID":
+        logit -= wordless_penalty(q, pool)
+    level = sigmoid(logit)
     # A record holding every identifier of the query vouches for itself.
     level = np.where(q["ident"][pool] >= 1.0, 1.0, level)
     logits = X @ rel_w[:-1] + rel_w[-1] + DATE_WEIGHT * q["dated"][pool]
