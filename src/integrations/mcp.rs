@@ -143,7 +143,7 @@ impl MemoryServer {
     }
 
     #[tool(
-        description = "Search long-term memory (compressed context segments, task summaries, evicted messages, notes) for a query. Returns ranked results with id, kind, score, snippet, session and turn range; pass an id to memory_get to read the full record and its raw messages. A date in the query (2026-03-09, March 9, last week, yesterday) raises records written then."
+        description = "Search long-term memory (compressed context segments, task summaries, evicted messages, notes) for a query. Returns ranked results with id, kind, score, snippet, session and turn range; pass an id to memory_get to read the full record and its raw messages. A date in the query (2026-03-09, March 9, on Monday, last week, yesterday) raises records written then."
     )]
     async fn memory_search(
         &self,

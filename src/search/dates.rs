@@ -17,15 +17,22 @@
 //! - a month: `October 2023`; `in October` (also `during`, `of`, `since`,
 //!   `until`), that month of any year; a bare month must be capitalised and
 //!   follow one of those words, so "may" and "march" as words name nothing;
+//! - a year: `in 2023` (also `during`, `of`, `throughout`); a number alone
+//!   (`port 2023`) names nothing;
 //! - relative to today (UTC): `today`, `yesterday` (that day only), `3 days
-//!   ago` (a day either side), `this week`, `last week` (Monday to Sunday),
-//!   `this month`, `last month`.
+//!   ago` (a day either side), `on Monday` and `last Monday` (the latest
+//!   Monday before today), `this Monday` (this week's), `this week`, `last
+//!   week` (Monday to Sunday), `this month`, `last month`, `this year`, `last
+//!   year`.
+//!
+//! A written date wins over a relative one wherever each stands ("what did
+//! she finish last Friday, on 23 January 2022" names the 23rd).
 //!
 //! A day matches records within [`NEAR_DAYS`] days of it: a conversation on a
 //! date tells of what happened a few days before, and the date a question names
 //! is the one its answer was told or done on.
 
-use time::{Date, Month, OffsetDateTime};
+use time::{Date, Month, OffsetDateTime, Weekday};
 
 /// How many days either side of a named day still match it. Measured on the
 /// LoCoMo dev questions that name a day: their evidence turns sit 0 to 4 days
@@ -62,7 +69,9 @@ impl DateHint {
             .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '-'))
             .filter(|w| !w.is_empty())
             .collect();
-        (0..words.len()).find_map(|i| hint_at(&words, i).or_else(|| relative_at(&words, i, today)))
+        (0..words.len())
+            .find_map(|i| hint_at(&words, i))
+            .or_else(|| (0..words.len()).find_map(|i| relative_at(&words, i, today)))
     }
 
     /// Whether a record whose own time is `unix_secs` falls on this date.
@@ -119,6 +128,15 @@ fn hint_at(words: &[&str], i: usize) -> Option<DateHint> {
         }
         return None;
     }
+    // "in 2023": a year, introduced by a word that says it is one.
+    if let Some(year) = year_of(word) {
+        let introduced = i > 0
+            && matches!(
+                words[i - 1].to_lowercase().as_str(),
+                "in" | "during" | "of" | "throughout"
+            );
+        return introduced.then(|| whole_year(year)).flatten();
+    }
     // "13 October, 2023", "13 Oct".
     let day = day_of(word)?;
     let month = next(1).and_then(month_of)?;
@@ -150,6 +168,23 @@ fn relative_at(words: &[&str], i: usize, today: Date) -> Option<DateHint> {
                 first.checked_add(time::Duration::days(6))?,
             ))
         }
+        ("this", Some("year")) => whole_year(today.year()),
+        ("last", Some("year")) => whole_year(today.year() - 1),
+        ("on" | "last", Some(name)) if weekday_of(name).is_some() => {
+            let weekday = weekday_of(name)?;
+            let back = (today.weekday().number_days_from_monday() + 7
+                - weekday.number_days_from_monday())
+                % 7;
+            let d = day(if back == 0 { 7 } else { i64::from(back) })?;
+            Some(DateHint::Days(d, d))
+        }
+        ("this", Some(name)) if weekday_of(name).is_some() => {
+            let monday = day(i64::from(today.weekday().number_days_from_monday()))?;
+            let d = monday.checked_add(time::Duration::days(i64::from(
+                weekday_of(name)?.number_days_from_monday(),
+            )))?;
+            Some(DateHint::Days(d, d))
+        }
         ("this", Some("month")) => Some(DateHint::Month(today.year(), today.month())),
         ("last", Some("month")) => {
             let last = today.replace_day(1).ok()?.previous_day()?;
@@ -166,6 +201,33 @@ fn relative_at(words: &[&str], i: usize, today: Date) -> Option<DateHint> {
         }
         _ => None,
     }
+}
+
+/// January 1st to December 31st of `year`.
+fn whole_year(year: i32) -> Option<DateHint> {
+    Some(DateHint::Days(
+        Date::from_calendar_date(year, Month::January, 1).ok()?,
+        Date::from_calendar_date(year, Month::December, 31).ok()?,
+    ))
+}
+
+/// A weekday's English name (`monday`, any case; not abbreviated, so `sat`
+/// and `sun` stay words).
+fn weekday_of(word: &str) -> Option<Weekday> {
+    const NAMES: [(&str, Weekday); 7] = [
+        ("monday", Weekday::Monday),
+        ("tuesday", Weekday::Tuesday),
+        ("wednesday", Weekday::Wednesday),
+        ("thursday", Weekday::Thursday),
+        ("friday", Weekday::Friday),
+        ("saturday", Weekday::Saturday),
+        ("sunday", Weekday::Sunday),
+    ];
+    let lower = word.to_lowercase();
+    NAMES
+        .iter()
+        .find(|(name, _)| *name == lower)
+        .map(|&(_, weekday)| weekday)
 }
 
 fn day_in(year: i32, month: Month, day: u8) -> Option<DateHint> {
@@ -320,12 +382,52 @@ mod tests {
             of("on 2026-03-09, not yesterday"),
             Some(DateHint::Day(date!(2026 - 03 - 09)))
         );
+        assert_eq!(
+            of("last Friday on 23 January, 2022"),
+            Some(DateHint::Day(date!(2022 - 01 - 23)))
+        );
         assert_eq!(of("the last of the weekly jobs"), None);
         assert_eq!(of("two days ago"), None);
         let week = DateHint::Days(date!(2026 - 11 - 16), date!(2026 - 11 - 22));
         assert!(week.covers(secs(date!(2026 - 11 - 16))));
         assert!(week.covers(secs(date!(2026 - 11 - 22))));
         assert!(!week.covers(secs(date!(2026 - 11 - 23))));
+    }
+
+    #[test]
+    fn years_and_weekdays_are_read() {
+        // A Wednesday.
+        let today = date!(2026 - 11 - 25);
+        let of = |q: &str| DateHint::of_at(q, today);
+        let year = |y: i32| {
+            Some(DateHint::Days(
+                Date::from_calendar_date(y, Month::January, 1).unwrap(),
+                Date::from_calendar_date(y, Month::December, 31).unwrap(),
+            ))
+        };
+        assert_eq!(
+            of("How many times has Melanie gone to the beach in 2023?"),
+            year(2023)
+        );
+        assert_eq!(of("what we shipped during 2025"), year(2025));
+        assert_eq!(of("the outage last year"), year(2025));
+        assert_eq!(of("flaky tests this year"), year(2026));
+        let day = |d: Date| Some(DateHint::Days(d, d));
+        assert_eq!(of("what did we fix on Monday"), day(date!(2026 - 11 - 23)));
+        assert_eq!(of("the deploy last friday"), day(date!(2026 - 11 - 20)));
+        // Today is a Wednesday: "on Wednesday" is a week ago, "this" is today.
+        assert_eq!(of("on Wednesday"), day(date!(2026 - 11 - 18)));
+        assert_eq!(of("this Wednesday"), day(today));
+        assert_eq!(of("this Sunday"), day(date!(2026 - 11 - 29)));
+        for query in [
+            "listen on port 2023",
+            "error 2023 in the build",
+            "Friday the cat",
+            "Black Friday load",
+            "the sat solver",
+        ] {
+            assert_eq!(of(query), None, "{query}");
+        }
     }
 
     #[test]
