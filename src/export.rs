@@ -15,7 +15,8 @@
 //! is exported with `"draft":true` and not loaded back.
 //!
 //! The envelope keeps what the store added to the record (kind, namespace,
-//! when it arrived, how often it was read, its tier; for archived records when
+//! when it arrived, how often it was read, its tier, the conversation context
+//! it was given and the record that came from; for archived records when
 //! they were archived and what pruning dropped) and, unless `--no-vectors`, the
 //! embedding, so loading an export never runs the model again for a text it
 //! has a vector of. `add` recognises such lines by their `knowledge_db` key and
@@ -206,6 +207,11 @@ fn envelope(record: &Record, vector: Option<(u64, &[f32])>, archived: Option<&En
     if let Some(context) = &record.context {
         line.insert("context".into(), json!(context));
     }
+    // Which record the context came from: search raises that turn beside
+    // its reply (`search::neighbours`), so a restored store ranks as before.
+    if let Some(from) = &record.context_from {
+        line.insert("context_from".into(), json!(from));
+    }
     if let Some(entry) = archived {
         line.insert("archived_at".into(), json!(format_time(entry.archived_at)));
         if !entry.dropped.is_empty() {
@@ -322,6 +328,7 @@ pub fn parse_line(value: Value, origin: &Origin) -> std::result::Result<Imported
         })?,
     };
     let context = text(&line, "context")?;
+    let context_from = text(&line, "context_from")?;
     let source = line
         .remove("source")
         .ok_or_else(|| fail("source", "missing: the record's own JSON".into()))?;
@@ -352,6 +359,7 @@ pub fn parse_line(value: Value, origin: &Origin) -> std::result::Result<Imported
     record.last_accessed = last_accessed;
     record.pruned = pruned;
     record.context = context;
+    record.context_from = context_from;
     let vector = match line.get("vector") {
         None | Some(Value::Null) => None,
         Some(v) => exported_vector(v).map_err(|m| fail("vector", m))?,

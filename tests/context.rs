@@ -81,3 +81,46 @@ fn a_given_context_wins_and_a_wrong_type_is_rejected() {
         "{stderr}"
     );
 }
+
+#[test]
+fn an_export_keeps_which_turn_a_context_came_from() {
+    let store = TestStore::new();
+    let path = conversation(&store);
+    store
+        .cmd()
+        .args(["add", "--embed", "later"])
+        .arg(&path)
+        .assert()
+        .success();
+    let line_of = |export: &str, id: &str| -> serde_json::Value {
+        export
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json"))
+            .find(|l| l["id"] == id)
+            .unwrap_or_else(|| panic!("{id} not exported: {export}"))
+    };
+    let exported = |s: &TestStore| {
+        let out = s.cmd().arg("export").output().expect("run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let export = exported(&store);
+    let reply = line_of(&export, "d2");
+    assert_eq!(
+        reply["context"],
+        "Do you still paint sunrises over the lake?"
+    );
+    assert_eq!(reply["context_from"], "d1", "{reply}");
+    assert!(line_of(&export, "d1").get("context_from").is_none());
+
+    // Restored elsewhere, the link is there again (search raises d1 beside d2).
+    let copy = TestStore::new();
+    let file = copy.dir.path().join("export.jsonl");
+    std::fs::write(&file, &export).expect("write");
+    copy.cmd().arg("add").arg(&file).assert().success();
+    assert_eq!(line_of(&exported(&copy), "d2")["context_from"], "d1");
+}
