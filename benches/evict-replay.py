@@ -16,10 +16,14 @@ real prompt (messages plus the overhead its usage figures report); --overhead 0
 counts the messages alone. A transcript whose minimum does not fit the window
 (context overflow) is listed and skipped.
 
+A message counts as found when it is a hit or a copy folded into one (search
+shows identical texts once and lists the copies' ids as `duplicates`); the
+share found as its own hit is printed beside it.
+
 It then adds the same evicted messages through `add` into a second store, which
 links each to the turn before it (conversation context, src/record/context.rs),
-and runs the same queries there: the measurement behind whether `ingest` should
-link turns.
+and runs the same queries there: the measurement behind why transcripts are
+linked by role (an answer to its prompt) and not turn by turn.
 """
 import argparse, gzip, json, os, re, statistics, subprocess, sys, tempfile, time
 
@@ -32,6 +36,8 @@ p.add_argument("--truncate-tools", action="store_true")
 p.add_argument("--skip-turns", action="store_true", help="skip the turn-record comparison")
 p.add_argument("--overhead", type=int, help="passed to evict (default: measured from usage figures)")
 a = p.parse_args()
+# BM25 only: no background upkeep embedding the replay's stores after it ends.
+os.environ.setdefault("KNOWLEDGE_DB_UPKEEP", "off")
 
 files = [os.path.join(a.dir, f) for f in os.listdir(a.dir) if f.endswith((".jsonl", ".jsonl.gz"))]
 def size(f):
@@ -86,15 +92,24 @@ with open(qfile, "w") as q:
     for rid in ids:
         words = re.findall(r"\S+", records[rid])[:16]
         q.write(json.dumps({"_id": rid, "text": " ".join(words)}) + "\n")
+def found(out):
+    """Per query: (in the top 10, first), counting a record found when it is a
+    hit or a copy folded into one (search shows identical texts once, with
+    their ids as `duplicates`), and as its own hit only."""
+    rows = []
+    for line in out.splitlines():
+        r = json.loads(line)
+        q = r["query_id"]
+        hits = [[x["id"], *(x.get("duplicates") or [])] for x in r["results"]]
+        own = [h[0] for h in hits]
+        rows.append((any(q in h for h in hits), bool(hits) and q in hits[0], q in own, bool(own) and own[0] == q))
+    return [sum(r[i] for r in rows) for i in range(4)], len(rows)
+
+
 out = kdb("search", "--queries", qfile, "--mode", "bm25", "-k", "10", "--all-namespaces")
-top10 = top1 = n = 0
-for line in out.splitlines():
-    r = json.loads(line)
-    got = [x["id"] for x in r["results"]]
-    n += 1
-    top10 += r["query_id"] in got
-    top1 += bool(got) and got[0] == r["query_id"]
-print(f"evicted messages: {n}; found in top 10 by a query from their own text: {top10} ({100*top10/max(n,1):.1f}%); top 1: {top1} ({100*top1/max(n,1):.1f}%)")
+(top10, top1, own10, own1), n = found(out)
+print(f"evicted messages: {n}; found in top 10 by a query from their own text: {top10} ({100*top10/max(n,1):.1f}%); top 1: {top1} ({100*top1/max(n,1):.1f}%)"
+      f" (as their own hit, not a copy folded into another: top 10 {100*own10/max(n,1):.1f}%, top 1 {100*own1/max(n,1):.1f}%)")
 print(f"eviction (rolling_evict incl. token counting) mean {statistics.mean(r[5] for r in rows):.3f}s, max {max(r[5] for r in rows):.3f}s; store kept in {work}")
 
 # The same messages added through `add`, which links each to the turn before it
@@ -108,12 +123,7 @@ with open(lfile, "w") as out:
 subprocess.run([a.bin, "--store", linked_store, "add", lfile, "--embed", "later"], check=True, capture_output=True)
 out = subprocess.run([a.bin, "--store", linked_store, "search", "--queries", qfile, "--mode", "bm25", "-k", "10", "--all-namespaces"],
                      check=True, capture_output=True, text=True).stdout
-l10 = l1 = 0
-for line in out.splitlines():
-    r = json.loads(line)
-    got = [x["id"] for x in r["results"]]
-    l10 += r["query_id"] in got
-    l1 += bool(got) and got[0] == r["query_id"]
+(l10, l1, _, _), _ = found(out)
 print(f"with conversation context (linked by add): top 10: {l10} ({100*l10/max(n,1):.1f}%); top 1: {l1} ({100*l1/max(n,1):.1f}%)")
 if a.skip_turns:
     sys.exit(0)

@@ -467,3 +467,36 @@ fn subagent_messages_take_the_sessions_turn() {
     let sa2 = lone.json(&["get", &format!("{CC_SESSION}:sa2")]);
     assert_eq!(sa2["source"]["turn_index"], 1, "{sa2}");
 }
+
+#[test]
+fn an_assistants_words_carry_the_prompt_they_answer() {
+    let store = TestStore::new();
+    let file = fixture(&format!("{CC_SESSION}.jsonl.gz"));
+    store.json(&["ingest", file.to_str().unwrap(), "--embed", "later"]);
+    let get = |uuid: &str| store.json(&["get", &format!("{CC_SESSION}:{uuid}")]);
+    let prompt =
+        "The tokenizer test in tests/lexer.rs fails one run in ten. Find out why and fix it.";
+    // Reasoning (m02) and text beside a tool call (m09) answer the prompt.
+    assert_eq!(get("m02")["context"], prompt);
+    assert_eq!(get("m09")["context"], prompt);
+    // The prompt itself, tool calls alone (m05, m11) and tool outputs (m04,
+    // m10) carry nothing.
+    for uuid in ["m01", "m05", "m11", "m04", "m10"] {
+        assert!(get(uuid)["context"].is_null(), "{uuid}: {}", get(uuid));
+    }
+    // A later prompt is what the words after it answer.
+    assert_eq!(
+        get("m15")["context"],
+        "Ask a helper to double-check the other tables."
+    );
+    // The prompt's words find it first, then the two answers that carry it.
+    let ids = store.search_ids(&["fails one run in ten", "--kind", "message"]);
+    assert_eq!(ids[0], format!("{CC_SESSION}:m01"), "{ids:?}");
+    let mut answers = ids[1..3].to_vec();
+    answers.sort();
+    assert_eq!(
+        answers,
+        [format!("{CC_SESSION}:m02"), format!("{CC_SESSION}:m09")],
+        "{ids:?}"
+    );
+}

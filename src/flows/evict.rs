@@ -171,7 +171,13 @@ pub fn store_full(
         ..t.clone()
     };
     let store = Store::open(destination.root)?;
-    let records = transcript_records(&view, destination.namespace, &crate::now_rfc3339(), via)?;
+    let records = transcript_records(
+        &view,
+        destination.namespace,
+        &crate::now_rfc3339(),
+        via,
+        None,
+    )?;
     let records = not_stored_yet(&store, records)?;
     let report = store.add(records, None, store.lock_timeout(destination.lock_timeout))?;
     let warning = crate::upkeep::after_write(&store, Some(report.without_vector as u64));

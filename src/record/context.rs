@@ -16,11 +16,13 @@
 //! vectors, 0.686 -> 0.752 for the default hybrid. The turn after a record was
 //! also tried and did not help (hybrid 0.689 with it alone, 0.721 with both).
 //!
-//! `ingest` of agent transcripts does not link turns: there a short tool result
-//! that follows a call carries the call's words and outranks the call itself.
-//! Measured by `benches/evict-replay.py` on 858 messages evicted from the 20
-//! largest real sessions: linking drops the top-10 hit rate from 96.2% to 92.5%
-//! and the first-rank rate from 78.2% to 45.8%.
+//! Agent transcripts (`ingest`, `evict`) are linked by role instead
+//! (`crate::transcript::ingest`): the assistant's words carry the user's
+//! latest prompt, and tool calls and outputs carry nothing. Linking every
+//! message to the one before it, as `add` does, let a short tool result carry
+//! its call's words and outrank the call: measured by `benches/evict-replay.py`
+//! on 858 messages evicted from the 20 largest real sessions, the top-10 hit
+//! rate fell from 96.2% to 92.5% and the first-rank rate from 78.2% to 45.8%.
 
 use serde_json::Value;
 

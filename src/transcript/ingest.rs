@@ -8,16 +8,19 @@
 //! that grew is read only from its last message on. The state is written after
 //! the records are committed, atomically (temp file, fsync, rename).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::{read_bytes, read_slice, Format, Message, ReadFrom, Skipped, Transcript, TurnAnchor};
+use super::{
+    read_bytes, read_slice, Block, Format, Message, ReadFrom, Role, Skipped, Transcript, TurnAnchor,
+};
 use crate::embed::Embedder;
 use crate::error::{Error, Origin, Result};
-use crate::record::{parse_record, ParseOptions, Record};
+use crate::record::{context, parse_record, ParseOptions, Record};
 use crate::store::{AddReport, Store};
 
 /// Structured content larger than this is left out of a record (its text stays).
@@ -130,11 +133,13 @@ pub fn message_record(
 }
 
 /// Validated records for every message of `transcript`, written by `via`.
+/// `earlier` is the latest prompt before the part read (see [`LastPrompt`]).
 pub fn transcript_records(
     transcript: &Transcript,
     namespace: &str,
     added_at: &str,
     via: Via,
+    earlier: Option<&LastPrompt>,
 ) -> Result<Vec<Record>> {
     let options = ParseOptions {
         added_at: added_at.to_string(),
@@ -154,7 +159,79 @@ pub fn transcript_records(
     if !errors.is_empty() {
         return Err(Error::Input(crate::error::InputErrors(errors)));
     }
+    link_replies_to_prompts(transcript, &mut records, earlier);
     Ok(records)
+}
+
+/// The latest user prompt read from a transcript: what the assistant's next
+/// words answer. Kept in the ingest state, so that answers read on a later
+/// run (a transcript that grew) still carry the prompt read before.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LastPrompt {
+    /// The session the prompt belongs to.
+    pub session_id: String,
+    /// Its record id.
+    pub id: String,
+    /// Its text, cut to a context's length.
+    pub text: String,
+}
+
+impl LastPrompt {
+    fn of(transcript: &Transcript, message: &Message) -> LastPrompt {
+        let session_id = message
+            .session_id
+            .clone()
+            .unwrap_or_else(|| transcript.session_id.clone());
+        LastPrompt {
+            id: message_id(&session_id, message),
+            session_id,
+            text: context::clip(&message.text()),
+        }
+    }
+}
+
+/// Conversation context for a transcript (see `crate::record::context`): each
+/// message in which the assistant writes words (text or reasoning, not only
+/// tool calls) carries the user's latest prompt of its session, the question
+/// it answers, and names it as `context_from` (search raises the prompt beside
+/// a reply it finds). A developer asks later in the words of that question
+/// ("why did every command hang for a second?") about an answer written in
+/// other words. Tool calls and outputs carry nothing: a short output carrying
+/// the words of what came before would outrank the message that holds them.
+fn link_replies_to_prompts(
+    transcript: &Transcript,
+    records: &mut [Record],
+    earlier: Option<&LastPrompt>,
+) {
+    let mut latest: HashMap<String, LastPrompt> = earlier
+        .map(|p| (p.session_id.clone(), p.clone()))
+        .into_iter()
+        .collect();
+    for (message, record) in transcript.messages.iter().zip(records.iter_mut()) {
+        let Some(session) = record.fields.session_id.as_deref() else {
+            continue;
+        };
+        if message.is_prompt() {
+            latest.insert(session.to_string(), LastPrompt::of(transcript, message));
+        } else if message.role == Role::Assistant && writes_words(message) {
+            if let Some(prompt) = latest.get(session) {
+                if record.context.is_none() && !prompt.text.trim().is_empty() {
+                    record.context = Some(prompt.text.clone());
+                    record.context_from = Some(prompt.id.clone());
+                }
+            }
+        }
+    }
+}
+
+/// Whether a message holds words of its author (text or reasoning), not only
+/// tool calls and outputs.
+fn writes_words(message: &Message) -> bool {
+    message.content.iter().any(|block| match block {
+        Block::Text { text } => !text.trim().is_empty(),
+        Block::Thinking { thinking } => !thinking.trim().is_empty(),
+        _ => false,
+    })
 }
 
 /// The records whose message the store does not hold yet with the same text:
@@ -190,6 +267,10 @@ pub struct IngestState {
     pub prompts_before: u64,
     /// The transcript's session id (an OpenClaw header is not read again on resume).
     pub session_id: String,
+    /// The latest user prompt before `resume_offset`: the context of the
+    /// assistant's words read next (see [`LastPrompt`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_prompt: Option<LastPrompt>,
 }
 
 /// What to ingest and how.
@@ -379,9 +460,9 @@ pub fn ingest(
     for (i, path) in files.iter().enumerate() {
         progress(i, files.len());
         let bytes = read_bytes(path)?;
-        let from = match store {
+        let (from, earlier) = match store {
             Some(store) if !options.full => resume_point(store, path, &bytes),
-            _ => ReadFrom::default(),
+            _ => (ReadFrom::default(), None),
         };
         let t = Instant::now();
         let mut transcript = read_slice(path, &bytes, options.format, from)?;
@@ -393,11 +474,17 @@ pub fn ingest(
         if store.is_some() && !options.dry_run {
             let rank = FileRank::of_bytes(&path.display().to_string(), &bytes);
             records.extend(
-                transcript_records(&transcript, &options.namespace, &added_at, Via::Ingest)?
-                    .into_iter()
-                    .map(|r| (rank.clone(), r)),
+                transcript_records(
+                    &transcript,
+                    &options.namespace,
+                    &added_at,
+                    Via::Ingest,
+                    earlier.as_ref(),
+                )?
+                .into_iter()
+                .map(|r| (rank.clone(), r)),
             );
-            states.push(next_state(&transcript, &bytes));
+            states.push(next_state(&transcript, &bytes, earlier));
         }
         report.add_file(&transcript);
     }
@@ -495,27 +582,29 @@ fn state_path(store: &Store, path: &Path) -> PathBuf {
     store.root().join("ingest").join(format!("{key:016x}.json"))
 }
 
-/// Where to resume reading `path`, given its current bytes: the saved position if
-/// the bytes before it are unchanged, else the start.
-fn resume_point(store: &Store, path: &Path, bytes: &[u8]) -> ReadFrom {
+/// Where to resume reading `path`, given its current bytes, and the latest
+/// prompt before that point: the saved position if the bytes before it are
+/// unchanged, else the start.
+fn resume_point(store: &Store, path: &Path, bytes: &[u8]) -> (ReadFrom, Option<LastPrompt>) {
     let Ok(text) = std::fs::read(state_path(store, path)) else {
-        return ReadFrom::default();
+        return (ReadFrom::default(), None);
     };
     let Ok(state) = serde_json::from_slice::<IngestState>(&text) else {
-        return ReadFrom::default();
+        return (ReadFrom::default(), None);
     };
     let offset = state.resume_offset as usize;
     if offset > bytes.len() || xxhash_rust::xxh3::xxh3_64(&bytes[..offset]) != state.prefix_hash {
-        return ReadFrom::default();
+        return (ReadFrom::default(), None);
     }
-    ReadFrom {
+    let from = ReadFrom {
         offset: state.resume_offset,
         prompts_before: state.prompts_before,
         session_id: Some(state.session_id),
-    }
+    };
+    (from, state.last_prompt)
 }
 
-fn next_state(t: &Transcript, bytes: &[u8]) -> IngestState {
+fn next_state(t: &Transcript, bytes: &[u8], earlier: Option<LastPrompt>) -> IngestState {
     // The next read starts at the last message (it may still grow), or before an
     // unterminated last line; the prompts before that point are counted so turn
     // indices continue exactly where a whole read would have them.
@@ -529,6 +618,12 @@ fn next_state(t: &Transcript, bytes: &[u8]) -> IngestState {
         .filter(|m| m.byte_offset < resume && m.is_prompt())
         .count() as u64;
     let prompts = t.prompts_before + before;
+    let last_prompt = t
+        .messages
+        .iter()
+        .rfind(|m| m.byte_offset < resume && m.is_prompt())
+        .map(|m| LastPrompt::of(t, m))
+        .or(earlier);
     let resume = resume.min(bytes.len() as u64);
     IngestState {
         path: t.path.clone(),
@@ -538,6 +633,7 @@ fn next_state(t: &Transcript, bytes: &[u8]) -> IngestState {
         prefix_hash: xxhash_rust::xxh3::xxh3_64(&bytes[..resume as usize]),
         prompts_before: prompts,
         session_id: t.session_id.clone(),
+        last_prompt,
     }
 }
 
@@ -648,7 +744,8 @@ mod tests {
         /// However a growing session file is cut into reads (each resuming where
         /// the last one saved its position, mid-line cuts included), and wherever
         /// compactions fall, every message gets the turn a whole read gives it:
-        /// the prompts before it, counted through the whole session.
+        /// the prompts before it, counted through the whole session; and the
+        /// same conversation context (the prompt an answer carries).
         #[test]
         fn turn_indices_survive_cuts_and_compactions(
             kinds in prop::collection::vec(0u8..7, 1..40),
@@ -669,8 +766,19 @@ mod tests {
             let mut ends: Vec<usize> = cuts.iter().map(|c| (c * bytes.len() as f64) as usize).collect();
             ends.sort_unstable();
             ends.push(bytes.len());
+            let context_of = |records: Vec<Record>| -> Vec<(String, Option<String>, Option<String>)> {
+                records.into_iter().map(|r| (r.id, r.context, r.context_from)).collect()
+            };
+            let contexts: std::collections::HashMap<_, _> = context_of(
+                transcript_records(&whole, "default", "2026-01-01T00:00:00Z", Via::Ingest, None).unwrap(),
+            )
+            .into_iter()
+            .map(|(id, c, f)| (id, (c, f)))
+            .collect();
             let mut from = ReadFrom::default();
+            let mut earlier = None;
             let mut seen = std::collections::HashMap::new();
+            let mut seen_contexts = std::collections::HashMap::new();
             for end in ends {
                 let part = &bytes[..end];
                 if (from.offset as usize) > part.len() {
@@ -680,7 +788,14 @@ mod tests {
                 for m in &t.messages {
                     seen.insert(m.uuid.clone().unwrap(), m.turn_index);
                 }
-                let state = next_state(&t, part);
+                let records =
+                    transcript_records(&t, "default", "2026-01-01T00:00:00Z", Via::Ingest, earlier.as_ref())
+                        .unwrap();
+                for (id, c, f) in context_of(records) {
+                    seen_contexts.insert(id, (c, f));
+                }
+                let state = next_state(&t, part, earlier);
+                earlier = state.last_prompt.clone();
                 from = ReadFrom {
                     offset: state.resume_offset,
                     prompts_before: state.prompts_before,
@@ -689,6 +804,7 @@ mod tests {
             }
             // The last read of each message is the one stored: it matches a whole read.
             prop_assert_eq!(seen, turns);
+            prop_assert_eq!(seen_contexts, contexts);
         }
     }
 }
