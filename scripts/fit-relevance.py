@@ -4,7 +4,8 @@ minimum score, on half of the dev sets; reports both halves.
 
 Input: candidate dumps written by `knowledge-db eval --dump-candidates FILE`
 (one JSON line per query: every candidate of both retrievers with its exact
-BM25 score, cosine similarity, ranks and grade), given as NAME=PATH. In each
+BM25 score, cosine similarity, ranks, grade, and the inputs the binary reads
+beside them: predecessor, identifier share, date, coverage), given as NAME=PATH. In each
 dump, query ids starting with `xneg-` are queries of another data set (nothing
 in this store answers them: the "not answerable" examples), ids starting with
 `neg-` are the hand-written negatives of dev-sets/negatives (only ever used for
@@ -48,6 +49,8 @@ def load(path):
                 "ident": np.array([r[7] if len(r) > 7 else 0.0 for r in c], dtype=np.float64),
                 # 1 when the candidate's own time falls on the date the query names.
                 "dated": np.array([r[8] if len(r) > 8 else 0 for r in c], dtype=np.float64),
+                # Share of the query's IDF weight in the terms the candidate holds.
+                "cov": np.array([r[9] if len(r) > 9 else 0.0 for r in c], dtype=np.float64),
             }
             queries.append(q)
     return queries
@@ -72,14 +75,16 @@ def features(q):
     bn = q["bm25"] / q["idf_sum"] if q["idf_sum"] > 0 else np.zeros(len(cos))
     zb = zscores(q["bm25"], q["brank"] > 0)
     zv = zscores(cos, q["vrank"] > 0)
-    return {"cos": cos, "bn": bn, "zb": zb, "zv": zv}
+    # Coverage next to the best-covering candidate (relevance.rs coverage_gap).
+    cg = q["cov"] - q["cov"].max(initial=0.0)
+    return {"cos": cos, "bn": bn, "zb": zb, "zv": zv, "cg": cg}
 
 
 # The models: which candidates each sees, and its features.
 MODELS = {
     "HYBRID": {
         "pool": lambda q: np.ones(len(q["bm25"]), dtype=bool),
-        "relevant": ["cos", "bn", "zb", "zv"],
+        "relevant": ["cos", "bn", "zb", "zv", "cg"],
         "answerable": ["cos", "bn"],
     },
     "BM25_ONLY": {
@@ -199,7 +204,9 @@ def scores(q, name, fitted, neighbours=True):
     pool = model["pool"](q)
     f = features(q)
     rel_w, ans_w = fitted[name]
-    X = np.c_[tuple(f[n][pool] for n in model["relevant"])]
+    # A model fitted before an input was added reads the inputs it knew (new
+    # ones are appended), so older relevance.rs files can be measured too.
+    X = np.c_[tuple(f[n][pool] for n in model["relevant"][: len(rel_w) - 1])]
     logit = np.dot(best_evidence(q, model, ans_w), ans_w[:-1]) + ans_w[-1]
     if name == "HYBRID":
         logit -= wordless_penalty(q, pool)
@@ -284,6 +291,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dumps", nargs="+", help="NAME=PATH of an `eval --dump-candidates` file")
     ap.add_argument("--max-cost", type=float, default=0.005, help="Recall@10 the minimum may cost on a fitting half")
+    ap.add_argument("--answerable-from", metavar="RS", help="fit the relevant models only: keep the "
+                    "answerable models of this file (src/search/relevance.rs) and choose the minimum with them")
     ap.add_argument("--shipped", metavar="RS", help="also measure the models compiled in from this file "
                     "(src/search/relevance.rs) on the same dumps, to compare with the refit")
     args = ap.parse_args()
@@ -299,8 +308,12 @@ def main():
     fit_pos = [q for s in sets.values() for q in s["pos"] if half(q["id"]) == 0]
     fit_cross = [q for s in sets.values() for q in s["cross"] if half(q["id"]) == 0]
     fitted = {}
+    kept = shipped(args.answerable_from)[0] if args.answerable_from else None
     for name, model in MODELS.items():
         rel_w = fit_logistic(*relevant_rows(fit_pos, model))
+        if kept:
+            fitted[name] = (rel_w, kept[name][1])
+            continue
         ans_w = fit_logistic(*answerable_rows(fit_pos, fit_cross, model))
         # Joint evidence depends on the weights that pick its candidate:
         # refit a few times on the candidate the last fit picks.

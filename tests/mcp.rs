@@ -222,6 +222,20 @@ fn mcp_session_over_stdio() {
         .expect("vector")
         .starts_with("unavailable"));
     assert!(text_of(&found).contains("seg-auth-0001"));
+    // A word no record holds is named, in the structure and in the text.
+    let unheard = server.tool(
+        "memory_search",
+        json!({"query": "oauth2.py refresh Kubernetes", "maxResults": 3}),
+    );
+    assert_eq!(
+        unheard["structuredContent"]["unknownWords"],
+        json!(["Kubernetes"]),
+        "{unheard}"
+    );
+    assert!(
+        text_of(&unheard).contains("no record holds \"Kubernetes\""),
+        "{unheard}"
+    );
 
     // Filters: session and minScore.
     let scoped = server.tool(

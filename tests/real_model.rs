@@ -208,22 +208,27 @@ fn assert_abstains(report: &serde_json::Value, share: f64, max_cost: f64) {
 /// The published dense retriever (DRAGON) reaches 0.675 Recall@10 on LoCoMo turns;
 /// the default hybrid (calibrated scores, each turn with the turn before it as
 /// context, the turn a high-ranking turn replies to raised, turns of a date the
-/// question names raised) measures 0.795 (0.779 before the dates).
+/// question names raised, coverage of the question's words) measures 0.807
+/// (0.795 before coverage, 0.779 before the dates).
 #[test]
 fn hybrid_beats_the_published_dense_retriever_on_locomo() {
     let report = eval("locomo-dev");
     assert_eq!(report["vector"], "used");
     let recall = report["recall_at_10"].as_f64().unwrap();
-    assert!(recall >= 0.785, "LoCoMo Recall@10 {recall} below 0.785");
+    assert!(recall >= 0.80, "LoCoMo Recall@10 {recall} below 0.80");
     assert_abstains(&report, 0.97, 0.004);
 }
 
-/// Published: BM25 0.665, all-MiniLM-L6-v2 alone about 0.645, bge-small 0.713.
+/// Published: BM25 0.665, all-MiniLM-L6-v2 alone about 0.645, bge-small 0.713;
+/// the default hybrid measures 0.730. The minimum costs 0.0074 Recall@10: the
+/// relevant records it drops are ranked in the top 10 of queries that look
+/// unanswerable (scores 0.006-0.055), two of them only since coverage put them
+/// there (README, Abstention).
 #[test]
 fn hybrid_beats_bm25_on_scifact() {
     let report = eval("scifact-dev");
     assert_eq!(report["vector"], "used");
     let ndcg = report["ndcg_at_10"].as_f64().unwrap();
-    assert!(ndcg >= 0.70, "SciFact nDCG@10 {ndcg} below 0.70");
-    assert_abstains(&report, 0.95, 0.007);
+    assert!(ndcg >= 0.72, "SciFact nDCG@10 {ndcg} below 0.72");
+    assert_abstains(&report, 0.95, 0.008);
 }

@@ -167,7 +167,7 @@ pub(super) struct SearchArgs {
     pub(super) rank: RankArgs,
 
     /// Leave out results scoring under this (scores are calibrated
-    /// probabilities of relevance) [default: 0.06 when vectors are used; none with
+    /// probabilities of relevance) [default: 0.08 when vectors are used; none with
     /// --mode bm25, without an embedding model, or with --fusion rrf|linear|zscore]
     #[arg(long, value_name = "SCORE", value_parser = parse_score, conflicts_with = "all")]
     pub(super) min_score: Option<f32>,

@@ -81,7 +81,7 @@ enum Command {
 
     /// Search the store; or run a batch of queries with --queries.
     #[command(
-        after_help = "Examples:\n  knowledge-db search \"why did the migration fail\"\n  knowledge-db search E0502 --kind segment -k 3\n  knowledge-db search oauth2.py --session 4f1c --since 2026-01-01\n  knowledge-db search \"what did we decide about caching last week\"   # records of that week first\n  knowledge-db search \"users kept getting signed out\" --all   # weak matches too\n  knowledge-db search --queries queries.jsonl --scope-field conv --json\n  knowledge-db search \"token refresh\" --format openclaw\n\nScores are calibrated probabilities of relevance (0..1, the same scale for every query and store); results under --min-score (default 0.06) are left out, so a query about something the store does not hold answers \"nothing relevant\" with the best score seen."
+        after_help = "Examples:\n  knowledge-db search \"why did the migration fail\"\n  knowledge-db search E0502 --kind segment -k 3\n  knowledge-db search oauth2.py --session 4f1c --since 2026-01-01\n  knowledge-db search \"what did we decide about caching last week\"   # records of that week first\n  knowledge-db search \"users kept getting signed out\" --all   # weak matches too\n  knowledge-db search --queries queries.jsonl --scope-field conv --json\n  knowledge-db search \"token refresh\" --format openclaw\n\nScores are calibrated probabilities of relevance (0..1, the same scale for every query and store); results under --min-score (default 0.08) are left out, so a query about something the store does not hold answers \"nothing relevant\" with the best score seen."
     )]
     Search(SearchArgs),
 

@@ -149,6 +149,12 @@ pub fn print_search(response: &SearchResponse, color: bool, explain: bool) {
     if let Some(waiting) = response.records_without_vector {
         eprintln!("note: {waiting} records have no vector yet and were matched by BM25 only (run `knowledge-db embed`)");
     }
+    if !response.unknown_words.is_empty() {
+        eprintln!(
+            "note: no record holds {}: these results match the rest of the query",
+            knowledge_db::search::quoted_words(&response.unknown_words)
+        );
+    }
     for hit in &response.results {
         let title = if hit.title.is_empty() {
             hit.id.as_str()

@@ -709,6 +709,8 @@ fn agent_hits(
 
 /// Writes each query's candidates (both retrievers' top [`DEPTH`]) with their
 /// exact BM25 score, cosine similarity, ranks and grade, one JSON line per query.
+/// A candidate is `[id, bm25, bm25_rank, cosine, vector_rank, grade,
+/// predecessor's pool index, identifier share, dated (0/1), coverage]`.
 fn dump_candidates(
     engine: &SearchEngine,
     queries: &[BatchQuery],
@@ -741,7 +743,8 @@ fn dump_candidates(
                 grade,
                 predecessors.get(&i),
                 c.identifiers,
-                u8::from(c.dated)
+                u8::from(c.dated),
+                c.coverage
             ]));
         }
         let line = serde_json::json!({

@@ -54,7 +54,7 @@ pub(crate) struct SearchArgs {
     #[schemars(range(min = 1, max = 100))]
     pub max_results: Option<usize>,
     /// Leave out results scoring below this. Scores are calibrated probabilities
-    /// of relevance (0..1); default 0.06 (when vectors are used), so a query
+    /// of relevance (0..1); default 0.08 (when vectors are used), so a query
     /// about nothing stored gets an empty answer; 0 shows weak matches too
     pub min_score: Option<f32>,
     /// Namespace to search; "*" for all (default: the server's --namespace, else all)
@@ -143,7 +143,7 @@ impl MemoryServer {
     }
 
     #[tool(
-        description = "Search long-term memory (compressed context segments, task summaries, evicted messages, notes) for a query. Returns ranked results with id, kind, score, snippet, session and turn range; pass an id to memory_get to read the full record and its raw messages. A date in the query (2026-03-09, March 9, on Monday, last week, yesterday) raises records written then."
+        description = "Search long-term memory (compressed context segments, task summaries, evicted messages, notes) for a query. Returns ranked results with id, kind, score, snippet, session and turn range; pass an id to memory_get to read the full record and its raw messages. A date in the query (2026-03-09, March 9, on Monday, last week, yesterday) raises records written then. `unknownWords` lists query words no stored record holds: the results match the rest of the query."
     )]
     async fn memory_search(
         &self,
@@ -504,6 +504,7 @@ fn search_json(response: &SearchResponse) -> Value {
         "minScore": response.min_score,
         "belowMinScore": response.below_min_score,
         "bestScore": response.best_score,
+        "unknownWords": response.unknown_words,
         "vector": response.vector,
         "took_ms": response.took_ms,
     })
@@ -547,6 +548,12 @@ fn search_text(response: &SearchResponse) -> String {
                 "s"
             },
             response.min_score
+        ));
+    }
+    if !response.unknown_words.is_empty() {
+        out.push_str(&format!(
+            "(no record holds {}: these results match the rest of the query)\n",
+            crate::search::quoted_words(&response.unknown_words)
         ));
     }
     if !response.vector.starts_with("used") {

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use tantivy::query::{BooleanQuery, EnableScoring, Occur, Query, TermQuery};
+use tantivy::query::{EnableScoring, Query};
 use tantivy::schema::IndexRecordOption;
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{DocAddress, DocId, DocSet, Searcher, Term, TERMINATED};
@@ -39,6 +39,9 @@ pub struct Candidate {
     /// Whether the record's own time falls on the date the query names (see
     /// [`super::dates`]); false when the query names none or the record has no time.
     pub dated: bool,
+    /// Share of the query's weight (the IDF of its terms) held by the record
+    /// in any text field, however often (see [`coverage`]); 0 until measured.
+    pub coverage: f32,
 }
 
 /// What a query weighs, to put BM25 scores on a scale that means the same for
@@ -61,20 +64,9 @@ impl QuerySignals {
         field: tantivy::schema::Field,
         terms: &[String],
     ) -> QuerySignals {
-        let docs = searcher.num_docs();
-        let idf_sum = terms
-            .iter()
-            .map(|t| {
-                let df = searcher
-                    .doc_freq(&Term::from_field_text(field, t))
-                    .unwrap_or(0)
-                    .min(docs);
-                idf(df, docs)
-            })
-            .sum();
         QuerySignals {
             terms: terms.len(),
-            idf_sum,
+            idf_sum: term_idfs(searcher, field, terms).iter().sum(),
         }
     }
 
@@ -86,6 +78,21 @@ impl QuerySignals {
             0.0
         }
     }
+}
+
+/// The IDF of each of `terms` in `searcher`'s `field`, as BM25 weighs them.
+pub fn term_idfs(searcher: &Searcher, field: tantivy::schema::Field, terms: &[String]) -> Vec<f32> {
+    let docs = searcher.num_docs();
+    terms
+        .iter()
+        .map(|t| {
+            let df = searcher
+                .doc_freq(&Term::from_field_text(field, t))
+                .unwrap_or(0)
+                .min(docs);
+            idf(df, docs)
+        })
+        .collect()
 }
 
 /// BM25's inverse document frequency, as tantivy computes it.
@@ -110,6 +117,7 @@ pub fn union(bm25: &[(f32, DocAddress)], vector: &[(f32, DocAddress)]) -> Vec<Ca
             vector_rank: None,
             identifiers: 0.0,
             dated: false,
+            coverage: 0.0,
         });
     }
     for (rank, &(score, doc)) in vector.iter().enumerate() {
@@ -128,6 +136,7 @@ pub fn union(bm25: &[(f32, DocAddress)], vector: &[(f32, DocAddress)]) -> Vec<Ca
                     vector_rank: Some(rank + 1),
                     identifiers: 0.0,
                     dated: false,
+                    coverage: 0.0,
                 });
             }
         }
@@ -242,24 +251,77 @@ pub fn identifier_share(
     terms: &[String],
     candidates: &[Candidate],
 ) -> Result<Vec<f32>> {
+    let equal = vec![1.0; terms.len()];
+    weighted_share(searcher, fields, terms, &equal, candidates)
+}
+
+/// Per candidate, its **coverage** of the query: the share of the query's
+/// weight (`idfs`, one per term of `terms`) in the terms it holds in any text
+/// field, however often. BM25 rewards a record that repeats one word of the
+/// query; coverage rewards one that holds all of them, the rare ones most
+/// (a question's distinctive words are what its answer shares with it).
+pub fn coverage(
+    searcher: &Searcher,
+    fields: &[tantivy::schema::Field],
+    terms: &[String],
+    idfs: &[f32],
+    candidates: &[Candidate],
+) -> Result<Vec<f32>> {
+    weighted_share(searcher, fields, terms, idfs, candidates)
+}
+
+/// Per candidate, the share of `weights` (one per term) of the `terms` it
+/// holds in any of `fields`; all 0 when the weights sum to nothing. Reads the
+/// postings lists directly (no scoring): per segment and term, one pass
+/// through the candidates of that segment in document order.
+fn weighted_share(
+    searcher: &Searcher,
+    fields: &[tantivy::schema::Field],
+    terms: &[String],
+    weights: &[f32],
+    candidates: &[Candidate],
+) -> Result<Vec<f32>> {
     let mut share = vec![0.0f32; candidates.len()];
-    if terms.is_empty() {
+    let total: f32 = weights.iter().sum();
+    if terms.is_empty() || total <= 0.0 {
         return Ok(share);
     }
-    let docs: Vec<DocAddress> = candidates.iter().map(|c| c.doc).collect();
-    for term in terms {
-        let clauses: Vec<(Occur, Box<dyn Query>)> = fields
+    let mut sorted: Vec<(DocAddress, usize)> = candidates.iter().map(|c| c.doc).zip(0..).collect();
+    sorted.sort_by_key(|(doc, _)| *doc);
+    for segment in sorted.chunk_by(|a, b| a.0.segment_ord == b.0.segment_ord) {
+        let reader = searcher.segment_reader(segment[0].0.segment_ord);
+        let indexes = fields
             .iter()
-            .map(|&field| {
-                let query =
-                    TermQuery::new(Term::from_field_text(field, term), IndexRecordOption::Basic);
-                (Occur::Should, Box::new(query) as Box<dyn Query>)
-            })
-            .collect();
-        let query = BooleanQuery::new(clauses);
-        for (s, found) in share.iter_mut().zip(scores_at(searcher, &query, &docs)?) {
-            if found.is_some() {
-                *s += 1.0 / terms.len() as f32;
+            .map(|&field| Ok((field, reader.inverted_index(field)?)))
+            .collect::<Result<Vec<_>>>()?;
+        for (term, weight) in terms.iter().zip(weights) {
+            let mut held = vec![false; segment.len()];
+            for (field, index) in &indexes {
+                let term = Term::from_field_text(*field, term);
+                let postings = index
+                    .read_postings(&term, IndexRecordOption::Basic)
+                    .map_err(tantivy::TantivyError::from)?;
+                let Some(mut postings) = postings else {
+                    continue;
+                };
+                for (found, &(doc, _)) in held.iter_mut().zip(segment) {
+                    if *found {
+                        continue;
+                    }
+                    let mut current = postings.doc();
+                    if current < doc.doc_id {
+                        current = postings.seek(doc.doc_id);
+                    }
+                    if current == TERMINATED {
+                        break;
+                    }
+                    *found = current == doc.doc_id;
+                }
+            }
+            for (found, &(_, i)) in held.iter().zip(segment) {
+                if *found {
+                    share[i] += weight / total;
+                }
             }
         }
     }

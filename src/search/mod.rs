@@ -279,6 +279,11 @@ pub struct SearchResponse {
     /// Records that match no vector yet (added with `--embed later` or without a model).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub records_without_vector: Option<u64>,
+    /// Words of the query that no searched record holds (see
+    /// [`SearchEngine::unknown_words`]): results found for the rest of the
+    /// query are not about them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unknown_words: Vec<String>,
     /// Time the search took, in milliseconds.
     pub took_ms: f64,
 }
@@ -304,6 +309,28 @@ pub(crate) struct Ranking {
     pub below_min: usize,
     /// The best candidate's score, when there was a candidate.
     pub best_score: Option<f32>,
+}
+
+/// Most words [`SearchEngine::unknown_words`] reports.
+pub const MAX_UNKNOWN_WORDS: usize = 10;
+
+/// `"a", "b"`: the words as messages quote them.
+pub fn quoted_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| format!("\"{w}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The sentence an explanation gains when some query words are held by no
+/// record (empty when there are none).
+fn held_by_none(words: &[String]) -> String {
+    match words {
+        [] => String::new(),
+        [_] => format!("; no record holds the word {}", quoted_words(words)),
+        _ => format!("; no record holds the words {}", quoted_words(words)),
+    }
 }
 
 /// The explanation of an answer emptied by the minimum score.
@@ -495,10 +522,11 @@ impl SearchEngine {
             hit.weak = ranked.weak;
             results.push(hit);
         }
+        let unknown_words = self.unknown_words(query);
         let explanation = if !results.is_empty() {
             None
         } else if let Some(best) = ranking.best_score {
-            Some(nothing_relevant(best, ranking.min_score))
+            Some(nothing_relevant(best, ranking.min_score) + &held_by_none(&unknown_words))
         } else {
             Some(self.explain_empty(&terms, &*text_query, filters)?)
         };
@@ -521,6 +549,7 @@ impl SearchEngine {
                 .as_ref()
                 .filter(|v| uses_vectors && v.without_vector > 0)
                 .map(|v| v.without_vector),
+            unknown_words,
             took_ms: started.elapsed().as_secs_f64() * 1000.0,
         };
         self.log_access(&response);
@@ -679,6 +708,9 @@ impl SearchEngine {
             }
             self.mark_identifiers(query, &mut pool)?;
             self.mark_dates(query, &mut pool)?;
+            if hybrid {
+                self.mark_coverage(terms, &mut pool)?;
+            }
             let signals = candidates::QuerySignals::of(&self.searcher, self.fields.content, terms);
             let mut calibrated = relevance::calibrate(&pool, &signals, sides);
             self.raise_predecessors(&pool, &mut calibrated)?;
@@ -846,6 +878,18 @@ impl SearchEngine {
         Ok(())
     }
 
+    /// Marks each candidate with its coverage of the query's terms (see
+    /// [`candidates::coverage`]).
+    fn mark_coverage(&self, terms: &[String], pool: &mut [candidates::Candidate]) -> Result<()> {
+        let idfs = candidates::term_idfs(&self.searcher, self.fields.content, terms);
+        let fields: Vec<Field> = self.fields.text_fields().iter().map(|(f, _)| *f).collect();
+        let shares = candidates::coverage(&self.searcher, &fields, terms, &idfs, pool)?;
+        for (c, share) in pool.iter_mut().zip(shares) {
+            c.coverage = share;
+        }
+        Ok(())
+    }
+
     /// Marks the candidates whose own time falls on the date the query names.
     fn mark_dates(&self, query: &str, pool: &mut [candidates::Candidate]) -> Result<()> {
         let Some(hint) = dates::DateHint::of(query) else {
@@ -918,6 +962,7 @@ impl SearchEngine {
         }
         self.mark_identifiers(query, &mut pool)?;
         self.mark_dates(query, &mut pool)?;
+        self.mark_coverage(&terms, &mut pool)?;
         Ok((signals, pool))
     }
 
@@ -990,6 +1035,44 @@ impl SearchEngine {
             )));
         }
         Ok(())
+    }
+
+    /// The words of `query` (as written, at most [`MAX_UNKNOWN_WORDS`]) that
+    /// hold something no searched record holds in any text field: a
+    /// technology, a name or a typo the store has never seen. A word counts
+    /// as held when a record holds it whole, or holds every part of it (split
+    /// at punctuation and camelCase, as the index splits it): `parseConfigV2`
+    /// is named when no record holds it and one of `parse`, `config`, `v2` is
+    /// new, `ischaemia/reperfusion` is not when both halves are known. A
+    /// search's results for such a query match its other words only, which a
+    /// model reading the answer should know. (A term held only by deleted
+    /// records still counts as held, so a word is never named wrongly.)
+    pub fn unknown_words(&self, query: &str) -> Vec<String> {
+        let fields = self.fields.text_fields();
+        let held = |term: &str| {
+            fields.iter().any(|(field, _)| {
+                self.searcher
+                    .doc_freq(&Term::from_field_text(*field, term))
+                    .is_ok_and(|df| df > 0)
+            })
+        };
+        let mut unknown: Vec<String> = Vec::new();
+        for word in query.split_whitespace() {
+            let word = word.trim_matches(|c: char| !c.is_alphanumeric());
+            let Some((whole, parts)) = whole_and_parts(&self.analyzer, word) else {
+                continue;
+            };
+            if held(&whole) || parts.iter().all(|part| held(part)) {
+                continue;
+            }
+            if !unknown.iter().any(|w| w.eq_ignore_ascii_case(word)) {
+                unknown.push(word.to_string());
+            }
+            if unknown.len() == MAX_UNKNOWN_WORDS {
+                break;
+            }
+        }
+        unknown
     }
 
     /// Distinct analyzed terms of the query, in order of first appearance.
@@ -1295,6 +1378,23 @@ impl SearchEngine {
 }
 
 /// Distinct analyzed terms of `text`, in order of first appearance.
+/// A word's analysed form as a whole (the first token: the tokenizer emits a
+/// code word whole before its parts) and its parts (one position each, no
+/// punctuation); `None` for a word with no searchable characters.
+fn whole_and_parts(analyzer: &TextAnalyzer, word: &str) -> Option<(String, Vec<String>)> {
+    let mut analyzer = analyzer.clone();
+    let mut stream = analyzer.token_stream(word);
+    let mut whole = None;
+    let mut parts = Vec::new();
+    while let Some(token) = stream.next() {
+        whole.get_or_insert_with(|| token.text.clone());
+        if token.position_length == 1 && token.text.chars().all(char::is_alphanumeric) {
+            parts.push(token.text.clone());
+        }
+    }
+    whole.map(|whole| (whole, parts))
+}
+
 fn analyze_distinct(analyzer: &TextAnalyzer, text: &str) -> Vec<String> {
     let mut analyzer = analyzer.clone();
     let mut stream = analyzer.token_stream(text);
@@ -1393,6 +1493,53 @@ mod tests {
     fn adjacent_highlights_merge() {
         let merged = merge_adjacent([(0, 5), (5, 11), (13, 15), (14, 18)].into_iter());
         assert_eq!(merged, [(0, 11), (13, 18)]);
+    }
+
+    #[test]
+    fn coverage_weighs_the_query_terms_a_record_holds_by_their_rarity() {
+        use crate::embed::{HashEmbedder, DIM};
+        use crate::error::Origin;
+        use crate::record::{parse_record, ParseOptions};
+        let dir = tempfile::tempdir().expect("tmp");
+        let store = Store::init(&dir.path().join("s")).expect("init");
+        let note = |id: &str, text: &str| {
+            let value = serde_json::json!({"id": id, "title": "", "text": text});
+            parse_record(value, &Origin::file("test"), &ParseOptions::default()).expect("record")
+        };
+        let mut records = vec![
+            note("both", "the rollback of the migration"),
+            note("rare", "a rollback plan"),
+            note("common", "the migration the migration the migration"),
+            note("none", "unrelated words"),
+        ];
+        // Pad the store so "migration" is common and "rollback" rare.
+        records.extend((0..6).map(|i| note(&format!("pad{i}"), "another migration")));
+        let mut embedder = HashEmbedder::new(DIM);
+        store
+            .add(
+                records,
+                Some(&mut embedder),
+                std::time::Duration::from_secs(5),
+            )
+            .expect("add");
+        let engine = SearchEngine::new(&store).expect("engine");
+        let (_, pool) = engine
+            .candidate_pool("rollback migration", &Filters::default(), 20)
+            .expect("pool");
+        let coverage = |id: &str| {
+            pool.iter()
+                .find(|c| engine.record_id(c.doc).expect("id") == id)
+                .map(|c| c.coverage)
+        };
+        assert_eq!(coverage("both"), Some(1.0));
+        let (rare, common) = (
+            coverage("rare").expect("rare"),
+            coverage("common").expect("common"),
+        );
+        // Holding the rare word counts for more than repeating the common one.
+        assert!(rare > 0.5 && common < 0.5, "{rare} {common}");
+        assert!((rare + common - 1.0).abs() < 1e-6, "{rare} {common}");
+        assert_eq!(coverage("none"), None, "BM25 alone: no term, no candidate");
     }
 
     #[test]

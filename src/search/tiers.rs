@@ -156,6 +156,7 @@ pub fn search(
         best_score: None,
         vector: "off: --tier l3 and --tier all rank by BM25 alone".into(),
         records_without_vector: None,
+        unknown_words: Vec::new(),
         took_ms: started.elapsed().as_secs_f64() * 1000.0,
     })
 }
