@@ -88,6 +88,16 @@ test("memory_search answers in OpenClaw's MemorySearchResult shape, in its names
   assert.equal(segment.source, "sessions");
 });
 
+test("memory_search names query words no stored record holds, for the model to read", async () => {
+  const result = await api.tools.get("memory_search").execute("call-2", { query: "Kubernetes websocket reconnect" });
+  const payload = result.details;
+  assert.ok(payload.results.length > 0, JSON.stringify(payload));
+  assert.deepEqual(payload.unknownWords, ["Kubernetes"]);
+  assert.deepEqual(JSON.parse(result.content[0].text).unknownWords, ["Kubernetes"]);
+  const known = await api.tools.get("memory_search").execute("call-3", { query: "websocket reconnect" });
+  assert.equal(known.details.unknownWords, undefined);
+});
+
 test("maxResults and minScore are honoured", async () => {
   const one = await manager.search("websocket", { maxResults: 1 });
   assert.equal(one.length, 1);
