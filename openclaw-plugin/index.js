@@ -114,7 +114,7 @@ function memoryTools(get) {
     label: "Memory Search",
     name: "memory_search",
     description:
-      "Search long-term memory (knowledge-db): earlier messages of this and past sessions, including those rolled out of the context window, compressed segments, task summaries and notes. Use it before answering about prior work, decisions, files or errors, and whenever the context says messages were rolled. Results have path, startLine-endLine (turns), score and snippet; read one in full with memory_get. A date in the query (2026-03-09, March 9, on Monday, last week, yesterday) ranks what was written then first. `unknownWords` lists query words no stored record holds: the results match the rest of the query.",
+      "Search long-term memory (knowledge-db): earlier messages of this and past sessions, including those rolled out of the context window, compressed segments, task summaries and notes. Use it before answering about prior work, decisions, files or errors, and whenever the context says messages were rolled. Results have path, startLine-endLine (turns), score and snippet; read one in full with memory_get. A date in the query (2026-03-09, March 9, on Monday, last week, yesterday) ranks what was written then first. `unknownWords` lists query words no stored record holds: results can match only the other words or the meaning.",
     parameters: SEARCH_PARAMETERS,
     /** @param {string} _id @param {any} params */
     execute: async (_id, params) => {

@@ -389,7 +389,7 @@ fn words_no_record_holds_are_named() {
         .assert()
         .success()
         .stderr(predicate::str::contains(
-            "no record holds \"Laravel\": these results match the rest of the query",
+            "no record holds \"Laravel\": results can match only the other words or the meaning",
         ));
     // An empty answer says so in its explanation.
     let out = store.json(&["search", "xqzvbn wplmrt"]);

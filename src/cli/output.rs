@@ -151,7 +151,7 @@ pub fn print_search(response: &SearchResponse, color: bool, explain: bool) {
     }
     if !response.unknown_words.is_empty() {
         eprintln!(
-            "note: no record holds {}: these results match the rest of the query",
+            "note: no record holds {}: results can match only the other words or the meaning",
             knowledge_db::search::quoted_words(&response.unknown_words)
         );
     }

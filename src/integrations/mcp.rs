@@ -143,7 +143,7 @@ impl MemoryServer {
     }
 
     #[tool(
-        description = "Search long-term memory (compressed context segments, task summaries, evicted messages, notes) for a query. Returns ranked results with id, kind, score, snippet, session and turn range; pass an id to memory_get to read the full record and its raw messages. A date in the query (2026-03-09, March 9, on Monday, last week, yesterday) raises records written then. `unknownWords` lists query words no stored record holds: the results match the rest of the query."
+        description = "Search long-term memory (compressed context segments, task summaries, evicted messages, notes) for a query. Returns ranked results with id, kind, score, snippet, session and turn range; pass an id to memory_get to read the full record and its raw messages. A date in the query (2026-03-09, March 9, on Monday, last week, yesterday) raises records written then. `unknownWords` lists query words no stored record holds: results can match only the other words or the meaning."
     )]
     async fn memory_search(
         &self,
@@ -552,7 +552,7 @@ fn search_text(response: &SearchResponse) -> String {
     }
     if !response.unknown_words.is_empty() {
         out.push_str(&format!(
-            "(no record holds {}: these results match the rest of the query)\n",
+            "(no record holds {}: results can match only the other words or the meaning)\n",
             crate::search::quoted_words(&response.unknown_words)
         ));
     }

@@ -120,7 +120,7 @@ pub fn search_payload(response: &SearchResponse, sources: &[Option<Value>]) -> V
     if let Some(best) = response.best_score {
         payload["debug"]["bestScore"] = serde_json::json!(best);
     }
-    // Words no record holds: the results match the rest of the query.
+    // Words no record holds: results can match only the other words or the meaning.
     if !response.unknown_words.is_empty() {
         payload["unknownWords"] = serde_json::json!(response.unknown_words);
     }
