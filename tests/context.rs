@@ -7,9 +7,9 @@ use std::io::Write;
 
 use common::TestStore;
 
-fn conversation(store: &TestStore) -> std::path::PathBuf {
-    let path = store.dir.path().join("dialog.jsonl");
-    let mut file = std::fs::File::create(&path).expect("create");
+/// Adds a two-session conversation (vectors later), each turn a note.
+fn add_conversation(store: &TestStore) {
+    let mut lines = Vec::new();
     for (id, session, text) in [
         ("d1", 1, "Do you still paint sunrises over the lake?"),
         ("d2", 1, "Yes! Here is the one I finished last summer."),
@@ -17,21 +17,15 @@ fn conversation(store: &TestStore) -> std::path::PathBuf {
         ("d4", 2, "Exhausting, my knees hurt after every long run."),
     ] {
         let line = serde_json::json!({"_id": id, "title": "chat", "text": text, "metadata": {"session": session}});
-        writeln!(file, "{line}").expect("write");
+        writeln!(lines, "{line}").expect("write");
     }
-    path
+    store.add_later("dialog.jsonl", &lines);
 }
 
 #[test]
 fn a_reply_is_found_by_the_words_of_the_turn_it_answers() {
     let store = TestStore::new();
-    let path = conversation(&store);
-    store
-        .cmd()
-        .args(["add", "--embed", "later"])
-        .arg(&path)
-        .assert()
-        .success();
+    add_conversation(&store);
     // "sunrises" and "lake" appear only in d1; d2 carries d1 as its context.
     let ids = store.search_ids(&["sunrises lake"]);
     assert_eq!(ids, ["d1", "d2"], "the question first, then its reply");
@@ -85,13 +79,7 @@ fn a_given_context_wins_and_a_wrong_type_is_rejected() {
 #[test]
 fn an_export_keeps_which_turn_a_context_came_from() {
     let store = TestStore::new();
-    let path = conversation(&store);
-    store
-        .cmd()
-        .args(["add", "--embed", "later"])
-        .arg(&path)
-        .assert()
-        .success();
+    add_conversation(&store);
     let line_of = |export: &str, id: &str| -> serde_json::Value {
         export
             .lines()

@@ -40,7 +40,7 @@ pub struct Candidate {
     /// [`super::dates`]); false when the query names none or the record has no time.
     pub dated: bool,
     /// Share of the query's weight (the IDF of its terms) held by the record
-    /// in any text field, however often (see [`coverage`]); 0 until measured.
+    /// in any text field, however often (see [`weighted_share`]); 0 until measured.
     pub coverage: f32,
 }
 
@@ -255,26 +255,16 @@ pub fn identifier_share(
     weighted_share(searcher, fields, terms, &equal, candidates)
 }
 
-/// Per candidate, its **coverage** of the query: the share of the query's
-/// weight (`idfs`, one per term of `terms`) in the terms it holds in any text
-/// field, however often. BM25 rewards a record that repeats one word of the
-/// query; coverage rewards one that holds all of them, the rare ones most
-/// (a question's distinctive words are what its answer shares with it).
-pub fn coverage(
-    searcher: &Searcher,
-    fields: &[tantivy::schema::Field],
-    terms: &[String],
-    idfs: &[f32],
-    candidates: &[Candidate],
-) -> Result<Vec<f32>> {
-    weighted_share(searcher, fields, terms, idfs, candidates)
-}
-
 /// Per candidate, the share of `weights` (one per term) of the `terms` it
 /// holds in any of `fields`; all 0 when the weights sum to nothing. Reads the
 /// postings lists directly (no scoring): per segment and term, one pass
 /// through the candidates of that segment in document order.
-fn weighted_share(
+///
+/// With the terms' IDF as weights this is a candidate's **coverage** of the
+/// query: BM25 rewards a record that repeats one word of the query, coverage
+/// one that holds all of them, the rare ones most (a question's distinctive
+/// words are what its answer shares with it).
+pub fn weighted_share(
     searcher: &Searcher,
     fields: &[tantivy::schema::Field],
     terms: &[String],

@@ -878,12 +878,12 @@ impl SearchEngine {
         Ok(())
     }
 
-    /// Marks each candidate with its coverage of the query's terms (see
-    /// [`candidates::coverage`]).
+    /// Marks each candidate with its coverage of the query's terms: the share
+    /// of their IDF weight it holds (see [`candidates::weighted_share`]).
     fn mark_coverage(&self, terms: &[String], pool: &mut [candidates::Candidate]) -> Result<()> {
         let idfs = candidates::term_idfs(&self.searcher, self.fields.content, terms);
         let fields: Vec<Field> = self.fields.text_fields().iter().map(|(f, _)| *f).collect();
-        let shares = candidates::coverage(&self.searcher, &fields, terms, &idfs, pool)?;
+        let shares = candidates::weighted_share(&self.searcher, &fields, terms, &idfs, pool)?;
         for (c, share) in pool.iter_mut().zip(shares) {
             c.coverage = share;
         }

@@ -72,7 +72,7 @@ pub const WORDLESS_SHARE: f32 = 0.2;
 pub const WORDLESS_PENALTY: f32 = 4.0;
 
 /// A candidate's coverage of the query (the share of the query's IDF weight
-/// in the terms it holds, see [`super::candidates::coverage`]) minus the best
+/// in the terms it holds, see [`super::candidates::weighted_share`]) minus the best
 /// coverage in the pool: 0 for the candidate that holds most of the question,
 /// negative for one that misses words another holds. Relative to the pool, so
 /// it orders the candidates of one query and says nothing of the query itself
