@@ -370,8 +370,6 @@ fn queries_about_nothing_stored_answer_nothing_relevant() {
     assert!(payload["debug"]["bestScore"].as_f64().unwrap() < 0.08);
 }
 
-/// A minimum above every score empties the answer and says by how much;
-/// a minimum of 0 keeps every result.
 #[test]
 fn words_no_record_holds_are_named() {
     let store = sample_store();
@@ -430,6 +428,8 @@ fn words_no_record_holds_are_named() {
     assert_eq!(payload["unknownWords"], serde_json::json!(["Laravel"]));
 }
 
+/// A minimum above every score empties the answer and says by how much;
+/// a minimum of 0 keeps every result.
 #[test]
 fn min_score_cuts_and_reports_what_it_left_out() {
     let store = sample_store();

@@ -58,15 +58,12 @@ pub struct QuerySignals {
 }
 
 impl QuerySignals {
-    /// The signals of `terms` against the statistics of `searcher`'s `field`.
-    pub fn of(
-        searcher: &Searcher,
-        field: tantivy::schema::Field,
-        terms: &[String],
-    ) -> QuerySignals {
+    /// The signals of a query from the IDF of each of its distinct terms
+    /// (see [`term_idfs`]).
+    pub fn from_idfs(idfs: &[f32]) -> QuerySignals {
         QuerySignals {
-            terms: terms.len(),
-            idf_sum: term_idfs(searcher, field, terms).iter().sum(),
+            terms: idfs.len(),
+            idf_sum: idfs.iter().sum(),
         }
     }
 

@@ -708,10 +708,11 @@ impl SearchEngine {
             }
             self.mark_identifiers(query, &mut pool)?;
             self.mark_dates(query, &mut pool)?;
+            let idfs = candidates::term_idfs(&self.searcher, self.fields.content, terms);
             if hybrid {
-                self.mark_coverage(terms, &mut pool)?;
+                self.mark_coverage(terms, &idfs, &mut pool)?;
             }
-            let signals = candidates::QuerySignals::of(&self.searcher, self.fields.content, terms);
+            let signals = candidates::QuerySignals::from_idfs(&idfs);
             let mut calibrated = relevance::calibrate(&pool, &signals, sides);
             self.raise_predecessors(&pool, &mut calibrated)?;
             calibrated
@@ -879,11 +880,16 @@ impl SearchEngine {
     }
 
     /// Marks each candidate with its coverage of the query's terms: the share
-    /// of their IDF weight it holds (see [`candidates::weighted_share`]).
-    fn mark_coverage(&self, terms: &[String], pool: &mut [candidates::Candidate]) -> Result<()> {
-        let idfs = candidates::term_idfs(&self.searcher, self.fields.content, terms);
+    /// of their IDF weight (`idfs`, one per term) it holds (see
+    /// [`candidates::weighted_share`]).
+    fn mark_coverage(
+        &self,
+        terms: &[String],
+        idfs: &[f32],
+        pool: &mut [candidates::Candidate],
+    ) -> Result<()> {
         let fields: Vec<Field> = self.fields.text_fields().iter().map(|(f, _)| *f).collect();
-        let shares = candidates::weighted_share(&self.searcher, &fields, terms, &idfs, pool)?;
+        let shares = candidates::weighted_share(&self.searcher, &fields, terms, idfs, pool)?;
         for (c, share) in pool.iter_mut().zip(shares) {
             c.coverage = share;
         }
@@ -942,7 +948,7 @@ impl SearchEngine {
         self.check_query(query)?;
         let terms = self.query_terms(query);
         let text_query = self.text_query(&terms);
-        let signals = candidates::QuerySignals::of(&self.searcher, self.fields.content, &terms);
+        let idfs = candidates::term_idfs(&self.searcher, self.fields.content, &terms);
         let bm25 = self.top_docs(&*text_query, filters, depth)?;
         let (vector, query_vector) = match &self.vectors {
             Some(side) => {
@@ -962,8 +968,8 @@ impl SearchEngine {
         }
         self.mark_identifiers(query, &mut pool)?;
         self.mark_dates(query, &mut pool)?;
-        self.mark_coverage(&terms, &mut pool)?;
-        Ok((signals, pool))
+        self.mark_coverage(&terms, &idfs, &mut pool)?;
+        Ok((candidates::QuerySignals::from_idfs(&idfs), pool))
     }
 
     /// The id of a record found by a search (for evaluation).
@@ -1377,7 +1383,6 @@ impl SearchEngine {
     }
 }
 
-/// Distinct analyzed terms of `text`, in order of first appearance.
 /// A word's analysed form as a whole (the first token: the tokenizer emits a
 /// code word whole before its parts) and its parts (one position each, no
 /// punctuation); `None` for a word with no searchable characters.
@@ -1395,6 +1400,7 @@ fn whole_and_parts(analyzer: &TextAnalyzer, word: &str) -> Option<(String, Vec<S
     whole.map(|whole| (whole, parts))
 }
 
+/// Distinct analyzed terms of `text`, in order of first appearance.
 fn analyze_distinct(analyzer: &TextAnalyzer, text: &str) -> Vec<String> {
     let mut analyzer = analyzer.clone();
     let mut stream = analyzer.token_stream(text);
