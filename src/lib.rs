@@ -13,6 +13,8 @@
 //!   durability and the access log;
 //! - [`index`]: the tantivy schema (with the stored embedding's bytes) and the tokenizer;
 //! - [`files`]: small files replaced whole, atomically or durably;
+//! - [`privacy`]: redaction before anything is stored: secrets become
+//!   `[REDACTED kind]` placeholders, `<private>` spans are dropped;
 //! - [`check`]: a health check's answer, which each room's `verify` gives;
 //! - [`embed`]: local embeddings (all-MiniLM-L6-v2 on ONNX Runtime);
 //! - [`vectors`]: the vector side of search, aligned with the text index;
@@ -81,6 +83,7 @@ pub mod flows;
 pub mod index;
 pub mod integrations;
 pub mod load;
+pub mod privacy;
 pub mod record;
 pub mod search;
 pub mod store;

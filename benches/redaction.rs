@@ -1,0 +1,2 @@
+//! placeholder, written below
+fn main() {}

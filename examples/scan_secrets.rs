@@ -1,0 +1,165 @@
+//! What redaction would replace in real transcripts, for review by eye:
+//! `cargo run --release --example scan_secrets -- [DIR...] [--kind K] [--counts]`
+//! (default DIR: ../shared/eval/transcripts).
+//!
+//! Each transcript is read as `ingest` reads it and turned into the records
+//! `ingest` stores (`transcript_records`); every record goes through
+//! `privacy::redact_record`, the function every write path calls, and the
+//! totals by kind are what it reported. For review, each distinct value found
+//! is printed once per kind with how often it was seen, the first place it was
+//! seen (file and line) and ~40 characters around it, the value itself masked
+//! in its middle. `--kind K` prints only kind K; `--counts` prints only totals.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use knowledge_db::privacy::{redact_record, Findings, Redactor};
+use knowledge_db::transcript::ingest::{transcript_records, Via};
+use knowledge_db::transcript::{find_files, read_file, ReadFrom};
+use serde_json::Value;
+
+/// Characters of context shown on each side of a value.
+const CONTEXT_CHARS: usize = 40;
+
+/// One distinct value of one kind: how often, and where first.
+struct Seen {
+    count: u64,
+    place: String,
+    context: String,
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut dirs = Vec::new();
+    let mut only_kind = None;
+    let mut counts_only = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--kind" => only_kind = Some(args.next().ok_or("--kind needs a rule id")?),
+            "--counts" => counts_only = true,
+            _ => dirs.push(PathBuf::from(arg)),
+        }
+    }
+    if dirs.is_empty() {
+        dirs.push(PathBuf::from("../shared/eval/transcripts"));
+    }
+    let started = Instant::now();
+    let redactor = Redactor::builtin();
+    let mut total = Findings::default();
+    let mut seen: BTreeMap<(String, String), Seen> = BTreeMap::new();
+    let (mut files, mut records, mut bytes) = (0usize, 0usize, 0usize);
+    for file in find_files(&dirs)? {
+        let transcript = read_file(&file, None, ReadFrom::default())?;
+        let stored = transcript_records(&transcript, "default", "", Via::Ingest, None)?;
+        files += 1;
+        for mut record in stored {
+            records += 1;
+            // Review: every string of the record, as redaction sees it.
+            let place = format!("{}:{}", file.display(), line_of(&record.source));
+            let mut strings = Vec::new();
+            collect_strings(&record.source, &mut strings);
+            strings.extend(record.context.clone());
+            for text in &strings {
+                bytes += text.len();
+                for secret in redactor.find(text) {
+                    let value = &text[secret.range.clone()];
+                    let entry = seen
+                        .entry((secret.kind.clone(), value.to_string()))
+                        .or_insert_with(|| Seen {
+                            count: 0,
+                            place: place.clone(),
+                            context: context(text, &secret.range),
+                        });
+                    entry.count += 1;
+                }
+            }
+            // Count: the write path itself.
+            total.absorb(&redact_record(redactor, &mut record));
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    println!(
+        "{files} transcripts, {records} records, {:.1} MB of strings scanned in {elapsed:.1} s",
+        bytes as f64 / 1e6
+    );
+    println!("redact_record replaced: {total}");
+    let mut distinct: BTreeMap<&str, usize> = BTreeMap::new();
+    for (kind, _) in seen.keys() {
+        *distinct.entry(kind).or_default() += 1;
+    }
+    println!("\n{:<28} {:>8} {:>9}", "kind", "values", "distinct");
+    for (kind, n) in &total.kinds {
+        let d = distinct.get(kind.as_str()).copied().unwrap_or(0);
+        println!("{kind:<28} {n:>8} {d:>9}");
+    }
+    if counts_only {
+        return Ok(());
+    }
+    for ((kind, value), s) in &seen {
+        if only_kind.as_ref().is_some_and(|k| k != kind) {
+            continue;
+        }
+        println!(
+            "\n[{kind}] {} x{} at {}\n    {}",
+            mask(value),
+            s.count,
+            s.place,
+            s.context
+        );
+    }
+    Ok(())
+}
+
+/// The transcript line a record came from (`origin.line`).
+fn line_of(source: &Value) -> String {
+    source
+        .pointer("/origin/line")
+        .map_or_else(|| "?".into(), Value::to_string)
+}
+
+fn collect_strings(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),
+        Value::Object(map) => map.values().for_each(|v| collect_strings(v, out)),
+        _ => {}
+    }
+}
+
+/// The value with its middle hidden: its first 4 and last 2 characters and
+/// its length, so a review can tell a key from a word without reprinting it.
+fn mask(value: &str) -> String {
+    let chars: Vec<char> = value.chars().collect();
+    if chars.len() <= 8 {
+        let head: String = chars.iter().take(2).collect();
+        return format!("{head}…({} chars)", chars.len());
+    }
+    let head: String = chars[..4].iter().collect();
+    let tail: String = chars[chars.len() - 2..].iter().collect();
+    format!("{head}…({} chars)…{tail}", chars.len())
+}
+
+/// ~40 characters either side of `range`, the value masked, on one line.
+fn context(text: &str, range: &std::ops::Range<usize>) -> String {
+    let before: String = text[..range.start]
+        .chars()
+        .rev()
+        .take(CONTEXT_CHARS)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let after: String = text[range.end..].chars().take(CONTEXT_CHARS).collect();
+    let one_line = |s: &str| {
+        s.replace('\n', "\\n")
+            .replace('\r', "\\r")
+            .replace('\t', "\\t")
+    };
+    format!(
+        "{}⟦{}⟧{}",
+        one_line(&before),
+        mask(&text[range.clone()]),
+        one_line(&after)
+    )
+}
