@@ -4,8 +4,8 @@
 //! text; each match is judged as gitleaks judges it (`rules`), then by the
 //! user's allow-list. Findings that overlap are merged, so no part of a secret
 //! two rules saw differently survives; the merged span is named after the most
-//! specific rule (a vendor's rule before a general one, then the longer
-//! secret, then the earlier rule). Text already redacted is never redacted
+//! specific rule (the lowest rank: a vendor's rule before a general one; then
+//! the longer secret, then the earlier rule). Text already redacted is never redacted
 //! again: a finding that touches a placeholder is dropped, so redaction is
 //! idempotent.
 
@@ -173,14 +173,11 @@ fn merge(mut hits: Vec<Hit<'_>>) -> Vec<Hit<'_>> {
     merged
 }
 
-/// Whether `a` names an overlap better than `b`: a vendor's rule beats a
-/// general one, then the longer secret wins (an earlier rule keeps ties).
+/// Whether `a` names an overlap better than `b`: the lower rank (a vendor's
+/// rule before a general one), then the longer secret (an earlier rule keeps
+/// ties).
 fn outranks(a: &Hit, b: &Hit) -> bool {
-    match (a.rule.general, b.rule.general) {
-        (false, true) => true,
-        (true, false) => false,
-        _ => a.span.len() > b.span.len(),
-    }
+    (a.rule.rank, std::cmp::Reverse(a.span.len())) < (b.rule.rank, std::cmp::Reverse(b.span.len()))
 }
 
 fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
