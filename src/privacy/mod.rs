@@ -200,7 +200,7 @@ fn builtin_rules() -> std::result::Result<&'static Builtin, &'static str> {
     static BUILTIN: OnceLock<std::result::Result<Builtin, String>> = OnceLock::new();
     BUILTIN
         .get_or_init(|| {
-            let gitleaks = rules::parse("gitleaks.toml", rules::GITLEAKS_RULES)?;
+            let gitleaks = rules::parse("gitleaks.json", rules::GITLEAKS_RULES)?;
             let own = rules::parse("knowledge-db.toml", rules::OWN_RULES)?;
             let all = gitleaks.join(own)?;
             let prefilter = Prefilter::new(&all.rules);
