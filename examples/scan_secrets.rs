@@ -1,6 +1,6 @@
 //! What redaction would replace in real transcripts, for review by eye:
 //! `cargo run --release --example scan_secrets -- [DIR...] [--kind K] [--counts]`
-//! (default DIR: ../shared/eval/transcripts).
+//! (default DIR: ../shared/eval/transcripts, or ../../shared/… from a worktree).
 //!
 //! Each transcript is read as `ingest` reads it and turned into the records
 //! `ingest` stores (`transcript_records`); every record goes through
@@ -42,7 +42,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     if dirs.is_empty() {
-        dirs.push(PathBuf::from("../shared/eval/transcripts"));
+        // Beside the checkout, or beside the folder of worktrees it is in.
+        let shared = ["../shared", "../../shared"]
+            .iter()
+            .map(|s| PathBuf::from(s).join("eval/transcripts"))
+            .find(|dir| dir.is_dir())
+            .ok_or("no ../shared/eval/transcripts here: name the folders to scan")?;
+        dirs.push(shared);
     }
     let started = Instant::now();
     let redactor = Redactor::builtin();
