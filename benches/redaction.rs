@@ -19,7 +19,7 @@
 //! per CPU second.
 
 use std::hint::black_box;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -53,7 +53,7 @@ fn transcript_file() -> PathBuf {
 }
 
 /// Every message's text, in order.
-fn message_texts(path: &PathBuf) -> Vec<String> {
+fn message_texts(path: &Path) -> Vec<String> {
     transcript::read_file(path, None, ReadFrom::default())
         .expect("transcript")
         .messages
