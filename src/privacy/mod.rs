@@ -414,11 +414,21 @@ fn walk(redactor: &Redactor, value: &mut Value, found: &mut Findings) {
 ///
 /// The id, namespace and `context_from` mirror fields of the JSON: they are
 /// redacted the same way (deterministically, so the same input keeps the same
-/// id) but not counted again.
+/// id) but not counted again. A context at its length limit loses the word it
+/// was cut in (it may be the first part of a secret); redact records before
+/// their contexts are cut and linked, so that nothing is cut mid-secret.
 pub fn redact_record(redactor: &Redactor, record: &mut Record) -> Findings {
     let mut found = redact_value(redactor, &mut record.source);
     if let Some(context) = &mut record.context {
+        drop_cut_word(context);
         found.absorb(&redactor.redact_string(context));
+    }
+    if record
+        .context
+        .as_deref()
+        .is_some_and(|c| c.trim().is_empty())
+    {
+        record.context = None;
     }
     redactor.redact_string(&mut record.id);
     redactor.redact_string(&mut record.namespace);
@@ -434,6 +444,20 @@ pub fn redact_record(redactor: &Redactor, record: &mut Record) -> Findings {
         }
     }
     found
+}
+
+/// A context cut at its length limit (`record::context::clip`) may end in the
+/// first part of a secret, which no rule recognises any more: the word the
+/// cut went through is dropped. Callers should redact before they cut (see
+/// DESIGN.md); this is the safety net when they did not.
+fn drop_cut_word(context: &mut String) {
+    if context.chars().count() < crate::record::context::MAX_CONTEXT_CHARS {
+        return;
+    }
+    let keep = context.rfind(char::is_whitespace).map_or(0, |at| {
+        at + context[at..].chars().next().map_or(1, char::len_utf8)
+    });
+    context.truncate(keep);
 }
 
 fn redact_fields(redactor: &Redactor, fields: &mut crate::record::Fields) {

@@ -382,6 +382,34 @@ fn a_record_is_redacted_everywhere_it_is_read() {
 }
 
 #[test]
+fn a_context_cut_in_a_secret_loses_the_cut_word() {
+    let github = format!("ghp_{}", fake(ALNUM, 36, 16));
+    let prompt = format!("{} {github} and more", "word ".repeat(115));
+    let clipped = crate::record::context::clip(&prompt);
+    assert!(
+        clipped.ends_with(&github[..24]) && Redactor::builtin().find(&clipped).is_empty(),
+        "cut inside the key, which no rule recognises any more"
+    );
+    let source = json!({"kind": "message", "id": "s:2", "role": "assistant", "text": "ok",
+        "context": "short"});
+    let mut record = parse_record(source, &Origin::file("t"), &ParseOptions::default()).unwrap();
+    record.context = Some(clipped);
+    redact_record(Redactor::builtin(), &mut record);
+    let context = record.context.unwrap();
+    assert!(!context.contains("ghp_"), "{context}");
+    assert!(context.trim_end().ends_with("word"), "{context}");
+    // A context under the limit keeps its last word.
+    let mut short = parse_record(
+        json!({"kind": "message", "id": "s:3", "role": "assistant", "text": "ok", "context": "the last word"}),
+        &Origin::file("t"),
+        &ParseOptions::default(),
+    )
+    .unwrap();
+    redact_record(Redactor::builtin(), &mut short);
+    assert_eq!(short.context.as_deref(), Some("the last word"));
+}
+
+#[test]
 fn the_redactor_is_shared_between_threads() {
     fn shared<T: Send + Sync>(_: &T) {}
     shared(Redactor::builtin());
