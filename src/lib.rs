@@ -13,6 +13,7 @@
 //!   durability and the access log;
 //! - [`index`]: the tantivy schema (with the stored embedding's bytes) and the tokenizer;
 //! - [`files`]: small files replaced whole, atomically or durably;
+//! - [`shell`]: values quoted for the commands written for agents to run;
 //! - [`check`]: a health check's answer, which each room's `verify` gives;
 //! - [`embed`]: local embeddings (all-MiniLM-L6-v2 on ONNX Runtime);
 //! - [`vectors`]: the vector side of search, aligned with the text index;
@@ -83,6 +84,7 @@ pub mod integrations;
 pub mod load;
 pub mod record;
 pub mod search;
+pub mod shell;
 pub mod store;
 pub mod tiers;
 pub mod transcript;

@@ -110,6 +110,8 @@ pub fn output_schema(tool: &str) -> Option<Map<String, Value>> {
                 "records": {"type": "integer"},
                 "by_kind": {"type": "object"},
                 "by_namespace": {"type": "object"},
+                "by_project": {"type": "object"},
+                "by_origin": {"type": "object"},
                 "vectors": {"type": "object"},
                 "vector": {"type": "string"}
             },

@@ -325,12 +325,13 @@ impl Store {
             seconds
         };
         limits::check_record_sizes(&records, self.config.limits.max_record_bytes)?;
-        let (records, duplicate_ids) = last_version_per_id(records);
+        let (mut records, duplicate_ids) = last_version_per_id(records);
         let mut report = AddReport {
             duplicate_ids,
             ..AddReport::default()
         };
         let snapshot = self.reader()?.searcher();
+        inherit_projects(&snapshot, &self.fields, &mut records)?;
         let changed = self.changed_records(&snapshot, records, &mut report)?;
         phases.prepare_seconds = lap();
         let vectors =
@@ -681,6 +682,48 @@ impl Store {
             vector_text_rules: self.embedding_rules(),
         })
     }
+}
+
+/// Gives a record of a session that names no project the project of the
+/// session's other records (in this batch, else in the store): a segment an
+/// agent writes about its session belongs where the session's messages do.
+/// The project is written into the record's JSON (`project`), so it comes
+/// back with `get` and `export`.
+fn inherit_projects(
+    searcher: &Searcher,
+    fields: &IndexFields,
+    records: &mut [Record],
+) -> Result<()> {
+    let mut known: HashMap<String, Option<String>> = HashMap::new();
+    for record in records.iter() {
+        if let (Some(session), Some(project)) = (&record.fields.session_id, &record.fields.project)
+        {
+            known
+                .entry(session.clone())
+                .or_insert_with(|| Some(project.clone()));
+        }
+    }
+    for record in records.iter_mut() {
+        if record.fields.project.is_some() {
+            continue;
+        }
+        let Some(session) = record.fields.session_id.clone() else {
+            continue;
+        };
+        let project = match known.get(&session) {
+            Some(project) => project.clone(),
+            None => {
+                let found = browse::session_project(searcher, fields, &session)?;
+                known.insert(session, found.clone());
+                found
+            }
+        };
+        if let (Some(project), Some(object)) = (project, record.source.as_object_mut()) {
+            object.insert("project".into(), serde_json::Value::String(project.clone()));
+            record.fields.project = Some(project);
+        }
+    }
+    Ok(())
 }
 
 /// Keeps the last record given for each id, in first-seen order.
