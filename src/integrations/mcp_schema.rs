@@ -103,6 +103,28 @@ pub fn output_schema(tool: &str) -> Option<Map<String, Value>> {
             },
             "required": ["added", "updated", "unchanged"]
         }),
+        "memory_recall" => json!({
+            "type": "object",
+            "properties": {
+                "memories": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "kind": {"type": "string"},
+                        "title": {"type": "string"},
+                        "when": {"type": "string"},
+                        "session_id": {"type": "string"},
+                        "score": {"type": "number"},
+                        "text": {"type": "string"}
+                    },
+                    "required": ["id", "kind", "score", "text"]
+                }},
+                "text": {"type": "string"},
+                "bestScore": {"type": ["number", "null"]},
+                "whyNot": {"type": ["string", "null"]}
+            },
+            "required": ["memories", "text"]
+        }),
         "memory_stats" => json!({
             "type": "object",
             "properties": {

@@ -74,12 +74,31 @@ pub fn current() -> Option<String> {
     }
 }
 
-/// The nearest folder from `dir` up that holds `.git`.
+/// The nearest folder from `dir` up that holds `.git`; for a linked
+/// worktree (a `.git` file naming `<main>/.git/worktrees/<name>`), the main
+/// worktree's folder: every worktree of a repository is one project.
 fn git_root(dir: &Path) -> Option<PathBuf> {
-    dir.ancestors()
+    let root = dir
+        .ancestors()
         .take(MAX_DEPTH)
-        .find(|folder| std::fs::symlink_metadata(folder.join(".git")).is_ok())
-        .map(Path::to_path_buf)
+        .find(|folder| std::fs::symlink_metadata(folder.join(".git")).is_ok())?;
+    Some(main_worktree(root).unwrap_or_else(|| root.to_path_buf()))
+}
+
+/// The main worktree of the linked worktree at `root`, if it is one.
+fn main_worktree(root: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let file = std::fs::File::open(root.join(".git")).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(4096).read_to_string(&mut text).ok()?;
+    let gitdir = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
+    let gitdir = normalize(&root.join(gitdir));
+    let shown = gitdir.to_string_lossy();
+    let main = shown.rsplit_once("/.git/worktrees/")?.0;
+    (!main.is_empty()).then(|| PathBuf::from(main))
 }
 
 /// `path` made absolute (against the current directory) with `.` and `..`
@@ -123,12 +142,20 @@ mod tests {
     }
 
     #[test]
-    fn a_worktree_file_marks_a_root_too() {
+    fn a_worktree_belongs_to_its_main_repository() {
         let dir = tempfile::tempdir().unwrap();
-        let tree = dir.path().join("tree");
-        std::fs::create_dir_all(tree.join("a")).unwrap();
-        std::fs::write(tree.join(".git"), "gitdir: /elsewhere\n").unwrap();
-        assert_eq!(project_of(&tree.join("a")), tree.display().to_string());
+        let main = dir.path().join("main");
+        std::fs::create_dir_all(main.join(".git/worktrees/feature")).unwrap();
+        let tree = dir.path().join("trees/feature");
+        std::fs::create_dir_all(tree.join("src")).unwrap();
+        let gitdir = main.join(".git/worktrees/feature");
+        std::fs::write(tree.join(".git"), format!("gitdir: {}\n", gitdir.display())).unwrap();
+        assert_eq!(project_of(&tree.join("src")), main.display().to_string());
+        // A submodule (or any other gitdir) is a project of its own.
+        let sub = dir.path().join("sub");
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(sub.join(".git"), "gitdir: ../main/.git/modules/sub\n").unwrap();
+        assert_eq!(project_of(&sub), sub.display().to_string());
     }
 
     #[test]
