@@ -119,6 +119,13 @@ impl L3Index {
         doc
     }
 
+    /// Rewrites the L3 index's segments that hold deleted documents without
+    /// them and removes the old files (their terms leave the disk). The
+    /// caller holds the store's writer lock.
+    pub fn purge_deleted(&self) -> Result<usize> {
+        crate::index::lookup::purge_deleted(&self.index, WRITER_HEAP_BYTES)
+    }
+
     /// Removes documents by id (uncommitted).
     pub fn delete_ids<'a>(&self, writer: &IndexWriter, ids: impl IntoIterator<Item = &'a String>) {
         for id in ids {

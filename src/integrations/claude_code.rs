@@ -320,7 +320,16 @@ impl Plan {
     /// Writes every change, each atomically (temporary file, fsync, rename).
     pub fn apply(&self) -> Result<()> {
         for change in &self.changes {
+            // The user's own files keep their permissions (knowledge-db makes
+            // its own files owner-only, not Claude Code's configuration).
+            let before = std::fs::metadata(&change.path)
+                .ok()
+                .map(|m| m.permissions());
             write_atomically(&change.path, change.after.as_bytes())?;
+            if let Some(permissions) = before {
+                std::fs::set_permissions(&change.path, permissions)
+                    .map_err(|e| Error::io(&change.path, e))?;
+            }
         }
         Ok(())
     }

@@ -222,6 +222,16 @@ fn check_settings(targets: &Targets, checks: &mut Checks) -> Vec<(String, Vec<St
 }
 
 fn check_store(store: &Path, checks: &mut Checks) {
+    let modes = crate::tiers::verify::file_modes(store);
+    if modes.warning && store.exists() {
+        checks.warn(
+            "file modes",
+            modes.detail.clone(),
+            "run any write (e.g. `knowledge-db --store <store> upkeep`), or `chmod -R go-rwx <store>`",
+        );
+    } else if store.exists() {
+        checks.ok("file modes", modes.detail.clone());
+    }
     match crate::tiers::verify::verify_root(store, &mut |_, _| {}) {
         Ok(report) if report.ok => checks.ok(
             "store",

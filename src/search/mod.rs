@@ -972,6 +972,71 @@ impl SearchEngine {
         Ok((held > 0).then_some(project))
     }
 
+    /// A query for the records that hold every word of `query` in some
+    /// text field (a word: its whole analysed form, or else all of its
+    /// parts), whatever their score: what `forget --query` deletes, so it
+    /// matches exactly, not by relevance. `None` when the query has no
+    /// searchable word.
+    pub fn every_word_query(&self, query: &str) -> Option<Box<dyn Query>> {
+        let in_any_field = |term: &str| -> Box<dyn Query> {
+            Box::new(BooleanQuery::new(
+                self.fields
+                    .text_fields()
+                    .iter()
+                    .map(|(field, _)| {
+                        let q: Box<dyn Query> = Box::new(TermQuery::new(
+                            Term::from_field_text(*field, term),
+                            IndexRecordOption::Basic,
+                        ));
+                        (Occur::Should, q)
+                    })
+                    .collect(),
+            ))
+        };
+        let mut words: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for word in query.split_whitespace() {
+            let Some((whole, parts)) = whole_and_parts(&self.analyzer, word) else {
+                continue;
+            };
+            let mut either: Vec<(Occur, Box<dyn Query>)> =
+                vec![(Occur::Should, in_any_field(&whole))];
+            if parts.len() > 1 {
+                let all_parts = parts
+                    .iter()
+                    .map(|p| (Occur::Must, in_any_field(p)))
+                    .collect();
+                either.push((Occur::Should, Box::new(BooleanQuery::new(all_parts))));
+            }
+            words.push((Occur::Must, Box::new(BooleanQuery::new(either))));
+        }
+        (!words.is_empty()).then(|| Box::new(BooleanQuery::new(words)) as Box<dyn Query>)
+    }
+
+    /// Whether `record`'s own text (title, content, decisions, files,
+    /// commands, errors, and its context when it has one) holds every word
+    /// of `query`, as [`SearchEngine::every_word_query`] matches them.
+    pub fn holds_every_word(&self, record: &Record, query: &str) -> bool {
+        let mut text = record.fields.title.clone();
+        text.push('\n');
+        text.push_str(&record.display_text());
+        if let Some(context) = &record.context {
+            text.push('\n');
+            text.push_str(context);
+        }
+        let held: std::collections::HashSet<String> = analyze_distinct(&self.analyzer, &text)
+            .into_iter()
+            .collect();
+        query
+            .split_whitespace()
+            .all(|word| match whole_and_parts(&self.analyzer, word) {
+                None => true,
+                Some((whole, parts)) => {
+                    held.contains(&whole)
+                        || (parts.len() > 1 && parts.iter().all(|p| held.contains(p)))
+                }
+            })
+    }
+
     /// The stored record with this id in the engine's commit (L2), if any;
     /// not logged as a read.
     pub fn record(&self, id: &str) -> Result<Option<Record>> {

@@ -23,10 +23,11 @@ pub mod lock;
 pub mod rescue;
 mod rules;
 pub mod tier;
+pub mod tombstones;
 pub mod verify;
 
 use std::collections::HashMap;
-use std::fs;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -99,6 +100,14 @@ pub struct AddReport {
     pub without_vector: usize,
     /// Ids given more than once in one batch; the last version was kept.
     pub duplicate_ids: Vec<String>,
+    /// Records left out because they were forgotten (`knowledge-db forget`
+    /// left a tombstone for their id or session).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub forgotten: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl AddReport {
@@ -112,6 +121,7 @@ impl AddReport {
         self.without_vector += other.without_vector;
         self.duplicate_ids
             .extend(other.duplicate_ids.iter().cloned());
+        self.forgotten += other.forgotten;
     }
 }
 
@@ -190,7 +200,8 @@ impl Store {
             });
         }
         let text = root.join("text");
-        fs::create_dir_all(&text).map_err(|e| Error::io(&text, e))?;
+        crate::files::create_private_dir(&text)?;
+        crate::files::make_private(root)?;
         let index = Index::create_in_dir(&text, IndexFields::schema())?;
         rules::write(root, crate::embed::text::RECIPE)?;
         // config.toml is written last: its presence marks a complete store.
@@ -266,6 +277,9 @@ impl Store {
 
     fn writer(&self, timeout: Duration) -> Result<(WriterLock, IndexWriter)> {
         let lock = WriterLock::acquire(&self.root.join("LOCK"), timeout)?;
+        // A store an older release made, or made under a loose umask, is
+        // owner-only from its next write on.
+        crate::files::make_private(&self.root)?;
         self.finish_interrupted(&lock)?;
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
         let writer = clean_writer(&self.index, threads, WRITER_HEAP_BYTES)?;
@@ -330,6 +344,15 @@ impl Store {
             duplicate_ids,
             ..AddReport::default()
         };
+        let stones = tombstones::Tombstones::load(&self.root)?;
+        if !stones.is_empty() {
+            let before = records.len();
+            records.retain(|r| !stones.buries(r));
+            report.forgotten = before - records.len();
+            for record in &mut records {
+                stones.strip_buried_context(record);
+            }
+        }
         let snapshot = self.reader()?.searcher();
         inherit_projects(&snapshot, &self.fields, &mut records)?;
         let changed = self.changed_records(&snapshot, records, &mut report)?;

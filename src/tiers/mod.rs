@@ -21,6 +21,7 @@
 //! operations and the journal).
 
 mod checks;
+pub mod forget;
 pub mod ops;
 pub mod policy;
 pub mod upgrade;

@@ -624,6 +624,41 @@ impl IngestReport {
     }
 }
 
+/// After `forget`: removes the read positions of the transcripts of
+/// `sessions` (the next ingest reads them whole, and tombstones keep their
+/// records out), and drops the last prompt a position keeps when that prompt
+/// was forgotten (it holds the prompt's text). Best effort.
+pub fn forget_read_positions(
+    store: &Store,
+    sessions: &[String],
+    gone: &std::collections::HashSet<String>,
+) {
+    let Ok(entries) = std::fs::read_dir(store.root().join("ingest")) else {
+        return;
+    };
+    for entry in entries.filter_map(|e| e.ok()) {
+        let path = entry.path();
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        let Ok(mut state) = serde_json::from_slice::<IngestState>(&bytes) else {
+            continue;
+        };
+        if sessions.contains(&state.session_id) {
+            let _ = std::fs::remove_file(&path);
+        } else if state
+            .last_prompt
+            .as_ref()
+            .is_some_and(|p| gone.contains(&p.id))
+        {
+            state.last_prompt = None;
+            if let Ok(text) = serde_json::to_vec_pretty(&state) {
+                let _ = crate::files::replace(&path, &text, crate::files::Durability::Durable);
+            }
+        }
+    }
+}
+
 /// Forgets how far `path` was read (the next ingest reads it whole).
 pub fn forget_read_position(store: &Store, path: &Path) {
     let _ = std::fs::remove_file(state_path(store, path));

@@ -280,6 +280,39 @@ impl HookFiles {
     }
 }
 
+/// After `forget --session`: removes the hooks' files of the session (its
+/// state, preservation block, recall list, lock, deferred capture and
+/// compression queue), which hold text of its messages. Returns how many.
+pub fn forget_session_files(store_root: &Path, session_id: &str) -> usize {
+    let files = HookFiles::new(store_root);
+    let stem = HookFiles::stem(session_id);
+    let mut removed = 0;
+    let mut remove = |path: PathBuf| {
+        if std::fs::remove_file(&path).is_ok() {
+            removed += 1;
+        }
+    };
+    for suffix in [
+        ".json",
+        ".preserve.json",
+        ".recall.json",
+        ".lock",
+        ".queue.json",
+    ] {
+        remove(files.dir.join(format!("{stem}{suffix}")));
+    }
+    remove(
+        files
+            .dir
+            .join("capture-pending")
+            .join(format!("{stem}.json")),
+    );
+    if let Ok(settings) = HookSettings::from_store(store_root) {
+        remove(queue::queue_path(store_root, &settings, session_id));
+    }
+    removed
+}
+
 /// A JSON file, or `None` when it does not exist.
 pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
     match std::fs::read(path) {
