@@ -113,19 +113,29 @@ def is_prompt(entry):
     return any(b.get("type") == "text" for b in content or [] if isinstance(b, dict))
 
 
-def replay_session(install, path, timings):
+def session_of(install, path, lines=None):
+    """(file session name, the sessionId its lines carry, cwd, where the
+    replay writes it)."""
     session = os.path.basename(path).split(".")[0]
-    lines = read_lines(path)
-    cwd = None
-    for raw in lines[:50]:
+    lines = lines if lines is not None else read_lines(path)
+    cwd, sid = None, None
+    for raw in lines[:200]:
         try:
-            cwd = cwd or json.loads(raw).get("cwd")
+            entry = json.loads(raw)
         except ValueError:
-            pass
+            continue
+        cwd = cwd or entry.get("cwd")
+        sid = sid or entry.get("sessionId")
     cwd = cwd or install.project
     folder = os.path.join(install.home, ".claude", "projects", "".join(c if c.isalnum() else "-" for c in cwd))
+    return session, sid or session, cwd, os.path.join(folder, session + ".jsonl")
+
+
+def replay_session(install, path, timings):
+    lines = read_lines(path)
+    session, sid, cwd, transcript = session_of(install, path, lines)
+    folder = os.path.dirname(transcript)
     os.makedirs(folder, exist_ok=True)
-    transcript = os.path.join(folder, session + ".jsonl")
     base = {"session_id": session, "transcript_path": transcript, "cwd": cwd, "permission_mode": "default"}
 
     def fire(event, extra=None, matcher_value=None):
@@ -179,11 +189,13 @@ def replay_session(install, path, timings):
             with open(os.path.join(target, plain), "wb") as f:
                 f.write(data)
     fire("SessionEnd", {"reason": "prompt_input_exit"})
-    return session, cwd, len(lines), transcript
+    return session, cwd, len(lines), transcript, sid
 
 
-def export_messages(install):
-    out = install.run(["export", "--no-vectors"])
+def export_messages(binary, store, env):
+    """Message ids by session id."""
+    out = subprocess.run([binary, "--store", store, "export", "--no-vectors"], capture_output=True,
+                         text=True, env=env)
     per_session = {}
     for line in out.stdout.splitlines():
         try:
@@ -192,8 +204,38 @@ def export_messages(install):
             continue
         if record.get("kind") == "message":
             sid = (record.get("source") or {}).get("session_id")
-            per_session[sid] = per_session.get(sid, 0) + 1
+            per_session.setdefault(sid, set()).add(record["id"])
     return per_session
+
+
+def capture_report(install, replayed):
+    """The hooks' store against a plain `ingest` of the same files: the
+    sessions and messages the hooks stored of what ingest stores."""
+    reference = os.path.join(os.path.dirname(install.store), "reference-store")
+    shutil.rmtree(reference, ignore_errors=True)
+    files = []
+    for _, _, _, transcript, _ in replayed:
+        files.append(transcript)
+        sub = os.path.join(os.path.dirname(transcript), os.path.basename(transcript)[:-6], "subagents")
+        if os.path.isdir(sub):
+            files += [os.path.join(sub, n) for n in sorted(os.listdir(sub))]
+    env = dict(install.env, KNOWLEDGE_DB_UPKEEP="off")
+    subprocess.run([install.binary, "--store", reference, "init"], capture_output=True, env=env)
+    subprocess.run([install.binary, "--store", reference, "ingest", "--embed", "later", *files],
+                   capture_output=True, env=env)
+    expected = export_messages(install.binary, reference, env)
+    stored = export_messages(install.binary, install.store, install.env)
+    shutil.rmtree(reference, ignore_errors=True)
+    with_any = sum(1 for s, ids in expected.items() if stored.get(s, set()) & ids)
+    complete = sum(1 for s, ids in expected.items() if ids <= stored.get(s, set()))
+    return {
+        "sessions": len(expected),
+        "sessions_with_messages": with_any,
+        "sessions_complete": complete,
+        "messages_expected": sum(len(ids) for ids in expected.values()),
+        "messages_stored": sum(len(ids & stored.get(s, set())) for s, ids in expected.items()),
+        "records": json.loads(install.run(["stats", "--json"]).stdout)["records"],
+    }
 
 
 def read_queries(path):
@@ -251,13 +293,19 @@ def main():
     parser.add_argument("--work", help="keep the HOME, project and store here")
     parser.add_argument("--max-memories", type=int, default=3)
     parser.add_argument("--skip-recall", action="store_true")
+    parser.add_argument("--recall-only", action="store_true",
+                        help="reuse the --work folder of an earlier run: ask again, replay nothing")
     parser.add_argument("--json", help="write the report here")
     args = parser.parse_args()
 
     work = args.work or tempfile.mkdtemp(prefix="memory-loop-")
-    if args.work and os.path.exists(work):
-        shutil.rmtree(work)
-    os.makedirs(work, exist_ok=True)
+    if args.recall_only:
+        if not (args.work and os.path.isdir(work)):
+            sys.exit("--recall-only needs the --work folder of an earlier run")
+    else:
+        if args.work and os.path.exists(work):
+            shutil.rmtree(work)
+        os.makedirs(work, exist_ok=True)
     install = Install(args.bin, work)
     listed = []
     with open(args.list) as f:
@@ -270,6 +318,14 @@ def main():
     report = {"binary": install.binary, "sessions": len(listed), "hooks": sorted(install.hooks)}
 
     timings, replayed = {}, []
+    if args.recall_only:
+        for path in listed:
+            session, sid, cwd, transcript = session_of(install, path)
+            replayed.append((session, cwd, 0, transcript, sid))
+        report["capture"] = capture_report(install, replayed)
+        ask_all(install, args, replayed, report)
+        finish(report, args)
+        return
     started = time.perf_counter()
     for i, path in enumerate(listed):
         replayed.append(replay_session(install, path, timings))
@@ -277,25 +333,7 @@ def main():
     print(file=sys.stderr)
     report["replay_seconds"] = round(time.perf_counter() - started, 1)
 
-    # Capture: what a plain ingest reads from the same files, against the store.
-    stored = export_messages(install)
-    expected = {}
-    for session, cwd, _, transcript in replayed:
-        files = [transcript]
-        sub = os.path.join(os.path.dirname(transcript), session, "subagents")
-        if os.path.isdir(sub):
-            files += [os.path.join(sub, n) for n in sorted(os.listdir(sub))]
-        dry = subprocess.run([install.binary, "ingest", "--dry-run", "--json", *files], capture_output=True, text=True)
-        expected[session] = json.loads(dry.stdout)["messages"] if dry.returncode == 0 else 0
-    with_messages = sum(1 for s, *_ in replayed if stored.get(s, 0) > 0)
-    complete = sum(1 for s, *_ in replayed if stored.get(s, 0) >= expected[s] > 0)
-    report["capture"] = {
-        "sessions_with_messages": with_messages,
-        "sessions_complete": complete,
-        "messages_stored": sum(stored.get(s, 0) for s, *_ in replayed),
-        "messages_expected": sum(expected.values()),
-        "records": json.loads(install.run(["stats", "--json"]).stdout)["records"],
-    }
+    report["capture"] = capture_report(install, replayed)
     biggest = sorted(replayed, key=lambda r: -r[2])[:20]
     big = {s for s, *_ in biggest}
     report["hook_seconds"] = {}
@@ -324,83 +362,95 @@ def main():
     report["records_without_vector"] = json.loads(install.run(["stats", "--json"]).stdout)["vectors"]["without_vector"]
 
     if not args.skip_recall:
-        cwd_of = {s: cwd for s, cwd, *_ in replayed}
-        questions = read_queries(os.path.join(args.questions, "queries.jsonl"))
-        answers = read_qrels(os.path.join(args.questions, "qrels", "sessions.tsv"))
-        offtopic = read_queries(args.offtopic)
-        default_cwd = statistics.mode([c for _, c, *_ in replayed])
-        asked = [(q, cwd_of.get(next(iter(answers.get(q["_id"], {""}))), default_cwd)) for q in questions]
-        # Search (the before/after table): the answer session in the top 5.
-        top5 = 0
+        ask_all(install, args, replayed, report)
+    finish(report, args)
+
+
+def ask_all(install, args, replayed, report):
+    """Search, recall through the installed hook, and the threshold sweep."""
+    cwd_of = {s: cwd for s, cwd, *_ in replayed}
+    cwd_of.update({sid: cwd for _, cwd, _, _, sid in replayed})
+    questions = read_queries(os.path.join(args.questions, "queries.jsonl"))
+    answers = read_qrels(os.path.join(args.questions, "qrels", "sessions.tsv"))
+    offtopic = read_queries(args.offtopic)
+    default_cwd = statistics.mode([c for _, c, *_ in replayed])
+    asked = [(q, cwd_of.get(next(iter(answers.get(q["_id"], {""}))), default_cwd)) for q in questions]
+    # Search (the before/after table): the answer session in the top 5.
+    top5 = 0
+    for q, cwd in asked:
+        out = install.run(["search", q["text"], "-k", "5", "--json", "--all-namespaces", "--all"])
+        try:
+            hits = json.loads(out.stdout)["results"]
+        except ValueError:
+            hits = []
+        top5 += any(h.get("session_id") in answers.get(q["_id"], ()) for h in hits)
+    report["search_top5"] = round(top5 / len(asked), 3)
+    if "UserPromptSubmit" in install.hooks:
+        # One pass through the installed hook, as configured.
+        hits, injected_off, seconds, sizes, by_kind = 0, 0, [], [], {}
         for q, cwd in asked:
-            out = install.run(["search", q["text"], "-k", "5", "--json", "--all-namespaces", "--all"])
-            try:
-                hits = json.loads(out.stdout)["results"]
-            except ValueError:
-                hits = []
-            top5 += any(h.get("session_id") in answers.get(q["_id"], ()) for h in hits)
-        report["search_top5"] = round(top5 / len(asked), 3)
-        if "UserPromptSubmit" in install.hooks:
-            # One pass through the installed hook, as configured.
-            hits, injected_off, seconds, sizes, by_kind = 0, 0, [], [], {}
-            for q, cwd in asked:
-                t, context = ask(install, q["text"], cwd)
-                seconds.append(t)
-                ok = any(s in context for s in answers.get(q["_id"], ()))
-                hits += ok
-                kind = q.get("metadata", {}).get("kind", "?")
-                by_kind.setdefault(kind, [0, 0])
-                by_kind[kind][0] += ok
-                by_kind[kind][1] += 1
-                if context:
-                    sizes.append(len(context))
-            off_by_kind = {}
-            for q in offtopic:
-                t, context = ask(install, q["text"], default_cwd)
-                seconds.append(t)
-                injected_off += bool(context)
-                kind = q.get("metadata", {}).get("kind", "?")
-                off_by_kind.setdefault(kind, [0, 0])
-                off_by_kind[kind][0] += bool(context)
-                off_by_kind[kind][1] += 1
-                if context:
-                    sizes.append(len(context))
-            report["recall"] = {
-                "questions": len(asked), "answer_session_injected": round(hits / len(asked), 3),
-                "by_kind": {k: f"{a}/{n}" for k, (a, n) in by_kind.items()},
-                "offtopic": len(offtopic), "offtopic_nothing_injected": round(1 - injected_off / len(offtopic), 3),
-                "offtopic_injected_by_kind": {k: f"{a}/{n}" for k, (a, n) in off_by_kind.items()},
-                "hook_p50": pct(seconds, 50), "hook_p95": pct(seconds, 95), "hook_max": max(seconds),
-                "context_chars_median": statistics.median(sizes) if sizes else 0,
-                "context_chars_max": max(sizes) if sizes else 0,
-            }
-            # The sweep: scores of the top memories at min_score 0.
-            config = os.path.join(install.store, "config.toml")
-            with open(config) as f:
-                saved = f.read()
-            set_recall(install, {"min_score": 0.0, "max_memories": args.max_memories})
-            rows = []
-            for q, cwd in asked:
-                answer = ask(install, q["text"], cwd, json_mode=True).get("answer") or {}
-                rows.append(("q", [(m["score"], m.get("session_id") in answers.get(q["_id"], ()))
-                                   for m in answer.get("memories", [])]))
-            for q in offtopic:
-                answer = ask(install, q["text"], default_cwd, json_mode=True).get("answer") or {}
-                rows.append(("off", [(m["score"], False) for m in answer.get("memories", [])]))
-            with open(config, "w") as f:
-                f.write(saved)
-            sweep = {}
-            for t in [x / 100 for x in range(5, 100, 5)]:
-                q_hit = sum(any(s >= t and ok for s, ok in ms) for kind, ms in rows if kind == "q")
-                off_hit = sum(any(s >= t for s, _ in ms) for kind, ms in rows if kind == "off")
-                sweep[f"{t:.2f}"] = {"answer_injected": round(q_hit / len(asked), 3),
-                                     "offtopic_nothing": round(1 - off_hit / len(offtopic), 3)}
-            report["sweep"] = sweep
+            t, context = ask(install, q["text"], cwd)
+            seconds.append(t)
+            ok = any(s in context for s in answers.get(q["_id"], ()))
+            hits += ok
+            kind = q.get("metadata", {}).get("kind", "?")
+            by_kind.setdefault(kind, [0, 0])
+            by_kind[kind][0] += ok
+            by_kind[kind][1] += 1
+            if context:
+                sizes.append(len(context))
+        off_by_kind = {}
+        for q in offtopic:
+            t, context = ask(install, q["text"], default_cwd)
+            seconds.append(t)
+            injected_off += bool(context)
+            kind = q.get("metadata", {}).get("kind", "?")
+            off_by_kind.setdefault(kind, [0, 0])
+            off_by_kind[kind][0] += bool(context)
+            off_by_kind[kind][1] += 1
+            if context:
+                sizes.append(len(context))
+        report["recall"] = {
+            "questions": len(asked), "answer_session_injected": round(hits / len(asked), 3),
+            "by_kind": {k: f"{a}/{n}" for k, (a, n) in by_kind.items()},
+            "offtopic": len(offtopic), "offtopic_nothing_injected": round(1 - injected_off / len(offtopic), 3),
+            "offtopic_injected_by_kind": {k: f"{a}/{n}" for k, (a, n) in off_by_kind.items()},
+            "hook_p50": pct(seconds, 50), "hook_p95": pct(seconds, 95), "hook_max": max(seconds),
+            "context_chars_median": statistics.median(sizes) if sizes else 0,
+            "context_chars_max": max(sizes) if sizes else 0,
+        }
+        # The sweep: scores of the top memories at min_score 0.
+        config = os.path.join(install.store, "config.toml")
+        with open(config) as f:
+            saved = f.read()
+        set_recall(install, {"min_score": 0.0, "max_memories": args.max_memories})
+        rows = []
+        for q, cwd in asked:
+            answer = ask(install, q["text"], cwd, json_mode=True).get("answer") or {}
+            rows.append(("q", [(m["score"], m.get("session_id") in answers.get(q["_id"], ()))
+                               for m in answer.get("memories", [])]))
+        for q in offtopic:
+            answer = ask(install, q["text"], default_cwd, json_mode=True).get("answer") or {}
+            rows.append(("off", [(m["score"], False) for m in answer.get("memories", [])]))
+        with open(config, "w") as f:
+            f.write(saved)
+        sweep = {}
+        for t in [x / 100 for x in range(5, 100, 5)]:
+            q_hit = sum(any(s >= t and ok for s, ok in ms) for kind, ms in rows if kind == "q")
+            off_hit = sum(any(s >= t for s, _ in ms) for kind, ms in rows if kind == "off")
+            sweep[f"{t:.2f}"] = {"answer_injected": round(q_hit / len(asked), 3),
+                                 "offtopic_nothing": round(1 - off_hit / len(offtopic), 3)}
+        report["sweep"] = sweep
+
+
+def finish(report, args):
     text = json.dumps(report, indent=2)
     print(text)
     if args.json:
         with open(args.json, "w") as f:
             f.write(text + "\n")
+
+
 
 
 if __name__ == "__main__":

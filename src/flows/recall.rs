@@ -35,6 +35,15 @@ pub struct RecallSettings {
     /// The calibrated score a memory needs (0..1): see the README for how it
     /// was chosen.
     pub min_score: f32,
+    /// The cosine similarity to the prompt a memory needs: it must mean
+    /// something like what was asked, not only share its words…
+    pub min_cosine: f32,
+    /// …and hold at least this share of the prompt's IDF weight: it must
+    /// share its words, not only a vague meaning…
+    pub min_coverage: f32,
+    /// …unless it holds this share of the prompt's IDF weight or more (a
+    /// prompt of identifiers and error codes, whose embedding means little).
+    pub words_alone_coverage: f32,
     /// Most memories recalled for one prompt.
     pub max_memories: usize,
     /// Longest text of one memory, in characters.
@@ -57,9 +66,12 @@ impl Default for RecallSettings {
             prompt: true,
             brief: true,
             min_score: DEFAULT_MIN_SCORE,
+            min_cosine: 0.35,
+            min_coverage: 0.2,
+            words_alone_coverage: 0.8,
             max_memories: 3,
-            memory_chars: 700,
-            max_chars: 4000,
+            memory_chars: 500,
+            max_chars: 2500,
             brief_chars: 1500,
             all_projects: false,
         }
@@ -137,6 +149,12 @@ pub struct Memory {
     pub turns: Option<(u64, u64)>,
     /// Its calibrated relevance to the prompt.
     pub score: f32,
+    /// The cosine similarity of the prompt and the record (none without a vector).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cosine: Option<f32>,
+    /// The share of the prompt's IDF weight the record holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<f32>,
     /// What it says, cut to [`RecallSettings::memory_chars`].
     pub text: String,
     /// The command that reads it whole.
@@ -199,15 +217,21 @@ pub fn recall(
     let memories: Vec<Memory> = response
         .results
         .iter()
-        .filter(|hit| hit.score >= settings.min_score)
+        .filter(|hit| confident(hit, settings))
         .take(settings.max_memories)
         .map(|hit| memory(engine, hit, request, settings))
         .collect::<Result<_>>()?;
     if memories.is_empty() {
         let why = match best_score {
-            Some(best) => format!(
+            Some(best) if best < settings.min_score => format!(
                 "nothing confident: the best score was {best:.2}, under {:.2}",
                 settings.min_score
+            ),
+            Some(best) => format!(
+                "nothing confident: the best-scoring memories ({best:.2}) agree with the prompt \
+                 in words or in meaning, not both (cosine {:.2} and {:.0}% of its words needed)",
+                settings.min_cosine,
+                settings.min_coverage * 100.0
             ),
             None => response
                 .explanation
@@ -216,13 +240,28 @@ pub fn recall(
         };
         return Ok(nothing(best_score, &why));
     }
-    let text = block(&memories, settings.max_chars);
+    let mut memories = memories;
+    let text = block(&mut memories, settings.max_chars);
     Ok(RecallAnswer {
         memories,
         text,
         best_score,
         why_not: None,
     })
+}
+
+/// Whether a hit is worth telling the agent about unasked: relevant by the
+/// calibrated score, and agreeing with the prompt both in meaning (cosine)
+/// and in words (coverage), or in nearly all of its words. Either agreement
+/// alone is how unrelated memories reach a high score: a long message that
+/// shares a prompt's common words, or a vaguely similar one that shares none
+/// of its specific ones.
+fn confident(hit: &Hit, settings: &RecallSettings) -> bool {
+    let cosine = hit.scores.cosine.unwrap_or(0.0);
+    let coverage = hit.scores.coverage.unwrap_or(0.0);
+    hit.score >= settings.min_score
+        && ((cosine >= settings.min_cosine && coverage >= settings.min_coverage)
+            || coverage >= settings.words_alone_coverage)
 }
 
 fn nothing(best_score: Option<f32>, why: &str) -> RecallAnswer {
@@ -257,6 +296,8 @@ fn memory(
         session_id: hit.session_id.clone(),
         turns,
         score: hit.score,
+        cosine: hit.scores.cosine,
+        coverage: hit.scores.coverage,
         text: clip_words(&text, settings.memory_chars),
         read_command: request
             .command_prefix
@@ -293,22 +334,36 @@ fn clip_words(text: &str, max: usize) -> String {
     format!("{} …", cut[..at].trim_end())
 }
 
-/// The recall block: a line that says what it is, then each memory.
-fn block(memories: &[Memory], max_chars: usize) -> String {
-    let mut out = format!(
-        "knowledge-db recalled {} memor{} of earlier work that may bear on this prompt \
-         (stored by knowledge-db; check them before relying on them):\n",
-        memories.len(),
-        if memories.len() == 1 { "y" } else { "ies" }
-    );
-    for (i, m) in memories.iter().enumerate() {
-        let entry = entry(i + 1, m);
-        if out.chars().count() + entry.chars().count() > max_chars {
-            break;
+/// The recall block: a line that says what it is, then each memory; a
+/// memory that would pass `max_chars` has its text cut to fit (or, with
+/// less than a line left, is left out: `memories` keeps those given).
+fn block(memories: &mut Vec<Memory>, max_chars: usize) -> String {
+    let head = |n: usize| {
+        format!(
+            "knowledge-db recalled {n} memor{} of earlier work that may bear on this prompt \
+             (stored by knowledge-db; check them before relying on them):\n",
+            if n == 1 { "y" } else { "ies" }
+        )
+    };
+    let mut used = head(memories.len()).chars().count();
+    let mut entries = Vec::new();
+    for (i, m) in memories.iter_mut().enumerate() {
+        let room = max_chars.saturating_sub(used);
+        let mut text = entry(i + 1, m);
+        let over = text.chars().count().saturating_sub(room);
+        if over > 0 {
+            let keep = m.text.chars().count().saturating_sub(over + 2);
+            if keep < 80 {
+                break;
+            }
+            m.text = clip_words(&m.text, keep);
+            text = entry(i + 1, m);
         }
-        out.push_str(&entry);
+        used += text.chars().count();
+        entries.push(text);
     }
-    out
+    memories.truncate(entries.len());
+    head(entries.len()) + &entries.concat()
 }
 
 /// One memory as the agent reads it.

@@ -124,6 +124,14 @@ pub struct ScoreParts {
     pub vector_rank: Option<usize>,
     /// The fused score (the same as the hit's `score`).
     pub fused: f32,
+    /// The exact cosine similarity of the query and the record, whether or
+    /// not the vector side ranked it (none without a vector).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cosine: Option<f32>,
+    /// The share of the query's IDF weight the record holds, in any field
+    /// (see `candidates::weighted_share`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<f32>,
 }
 
 /// One ranked result.
@@ -222,6 +230,9 @@ fn is_zero(n: &usize) -> bool {
 /// One hit of a ranking and the candidates that repeat its text.
 pub(crate) struct RankedHit {
     pub fused: fusion::Fused<DocAddress>,
+    /// The candidate's exact cosine and its coverage of the query.
+    pub cosine: Option<f32>,
+    pub coverage: f32,
     pub copies: Vec<DocAddress>,
     /// Under the default minimum score.
     pub weak: bool,
@@ -445,6 +456,8 @@ impl SearchEngine {
             let doc: TantivyDocument = self.searcher.doc(ranked.fused.doc)?;
             let record = self.fields.record(&doc)?;
             let mut hit = hit(i + 1, &ranked.fused, record, &snippets);
+            hit.scores.cosine = ranked.cosine;
+            hit.scores.coverage = Some(ranked.coverage);
             self.add_copies(&mut hit, ranked, filters)?;
             hit.weak = ranked.weak;
             results.push(hit);
@@ -688,6 +701,8 @@ impl SearchEngine {
                     bm25: c.bm25_rank.map(|r| (c.bm25, r)),
                     vector: c.vector_rank.zip(c.cosine).map(|(r, s)| (s, r)),
                 },
+                cosine: c.cosine,
+                coverage: c.coverage,
                 copies: group.copies.iter().map(|&i| docs[i]).collect(),
                 weak: score < default_min,
             });
@@ -1353,6 +1368,8 @@ pub(crate) fn hit(
             vector: fused.vector.map(|(s, _)| s),
             vector_rank: fused.vector.map(|(_, r)| r),
             fused: fused.score,
+            cosine: fused.vector.map(|(s, _)| s),
+            coverage: None,
         },
         title: f.title,
         snippet: text,

@@ -38,6 +38,9 @@ pub struct RecallHookReport {
     pub skipped: Option<String>,
     /// Wall-clock seconds.
     pub seconds: f64,
+    /// Where the time went, in milliseconds: `store` (open), `model` (load),
+    /// `engine` (the searcher and vector files), `recall` (search and reads).
+    pub timings_ms: std::collections::BTreeMap<&'static str, f64>,
 }
 
 /// The ids recalled in one session so far.
@@ -64,6 +67,14 @@ pub fn user_prompt_submit(store_root: &Path, input: &HookInput) -> Result<Recall
         answer: None,
         skipped: None,
         seconds: 0.0,
+        timings_ms: Default::default(),
+    };
+    let mut lap = Instant::now();
+    let mut phase = |report: &mut RecallHookReport, name: &'static str| {
+        report
+            .timings_ms
+            .insert(name, lap.elapsed().as_secs_f64() * 1000.0);
+        lap = Instant::now();
     };
     let prompt = input.prompt.as_deref().unwrap_or_default();
     let skip = if !settings.prompt {
@@ -89,6 +100,7 @@ pub fn user_prompt_submit(store_root: &Path, input: &HookInput) -> Result<Recall
         }
         Err(e) => return Err(e),
     };
+    phase(&mut report, "store");
     let files = HookFiles::new(store_root);
     let state: Option<SessionState> = read_json(&files.state(&input.session_id)).unwrap_or(None);
     report.project = if settings.all_projects {
@@ -98,7 +110,9 @@ pub fn user_prompt_submit(store_root: &Path, input: &HookInput) -> Result<Recall
     };
     let live_from = state.as_ref().and_then(|s| s.compacted_turn);
     report.live_from_turn = live_from;
-    let engine = match OnnxEmbedder::load_default(Workload::Queries) {
+    let embedder = OnnxEmbedder::load_default(Workload::Queries);
+    phase(&mut report, "model");
+    let engine = match embedder {
         Ok(embedder) => {
             SearchEngine::with_embedder(&store, Ok(Box::new(embedder) as Box<dyn Embedder>))?
         }
@@ -110,6 +124,7 @@ pub fn user_prompt_submit(store_root: &Path, input: &HookInput) -> Result<Recall
             return Ok(report);
         }
     };
+    phase(&mut report, "engine");
     let path = recalled_path(&files, &input.session_id);
     let mut recalled: Recalled = read_json(&path).unwrap_or(None).unwrap_or_default();
     let request = RecallRequest {
@@ -124,6 +139,7 @@ pub fn user_prompt_submit(store_root: &Path, input: &HookInput) -> Result<Recall
         command_prefix: Some(super::reminder::command_prefix(store_root)),
     };
     let answer = recall(&engine, &request, &settings)?;
+    phase(&mut report, "recall");
     if !answer.memories.is_empty() {
         recalled
             .ids
