@@ -15,6 +15,7 @@
 //! - [`files`]: small files replaced whole, atomically or durably;
 //! - [`privacy`]: redaction before anything is stored: secrets become
 //!   `[REDACTED kind]` placeholders, `<private>` spans are dropped;
+//! - [`shell`]: values quoted for the commands written for agents to run;
 //! - [`check`]: a health check's answer, which each room's `verify` gives;
 //! - [`embed`]: local embeddings (all-MiniLM-L6-v2 on ONNX Runtime);
 //! - [`vectors`]: the vector side of search, aligned with the text index;
@@ -86,6 +87,7 @@ pub mod load;
 pub mod privacy;
 pub mod record;
 pub mod search;
+pub mod shell;
 pub mod store;
 pub mod tiers;
 pub mod transcript;
