@@ -131,7 +131,7 @@ pub struct BackfillReport {
 const BACKFILL_FILES_PER_COMMIT: usize = 32;
 
 /// Ingests the transcripts under `dirs` (a user's `~/.claude/projects`)
-/// without vectors, in commits of [`BACKFILL_FILES_PER_COMMIT`] files, and
+/// without vectors, in commits of `BACKFILL_FILES_PER_COMMIT` files, and
 /// nudges the upkeep to embed them. Incremental like every ingest: a second
 /// backfill reads only what the files gained. `progress(done, total)` is
 /// called per file.
