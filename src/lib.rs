@@ -13,6 +13,8 @@
 //!   durability and the access log;
 //! - [`index`]: the tantivy schema (with the stored embedding's bytes) and the tokenizer;
 //! - [`files`]: small files replaced whole, atomically or durably;
+//! - [`bounded`]: reading input the store does not own within limits (regular
+//!   files only, sizes decided before reading, folder walks without loops);
 //! - [`check`]: a health check's answer, which each room's `verify` gives;
 //! - [`embed`]: local embeddings (all-MiniLM-L6-v2 on ONNX Runtime);
 //! - [`vectors`]: the vector side of search, aligned with the text index;
@@ -71,6 +73,7 @@
 #![warn(missing_docs)]
 
 pub mod archive;
+pub mod bounded;
 pub mod check;
 pub mod context;
 pub mod embed;

@@ -37,7 +37,7 @@ pub const HOOKS: [(&str, &str, &str, Option<u64>); 3] = [
         "post-tool-use",
         Some(30),
     ),
-    ("PreCompact", "auto|manual", "pre-compact", None),
+    ("PreCompact", "auto|manual", "pre-compact", Some(60)),
     ("SessionStart", "compact", "session-start", None),
 ];
 

@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::{
-    read_bytes, read_slice, Block, Format, Message, ReadFrom, Role, Skipped, Transcript, TurnAnchor,
+    read_bytes, read_bytes_within, read_slice, Block, Format, Message, ReadFrom, Role, Skipped,
+    Transcript, TurnAnchor,
 };
 use crate::embed::Embedder;
 use crate::error::{Error, Origin, Result};
@@ -459,7 +460,10 @@ pub fn ingest(
     let mut parents = ParentSessions::default();
     for (i, path) in files.iter().enumerate() {
         progress(i, files.len());
-        let bytes = read_bytes(path)?;
+        let bytes = match store {
+            Some(store) => read_bytes_within(path, store.config().limits.file_limit())?,
+            None => read_bytes(path)?,
+        };
         let (from, earlier) = match store {
             Some(store) if !options.full => resume_point(store, path, &bytes),
             _ => (ReadFrom::default(), None),
