@@ -456,6 +456,16 @@ impl Archive {
         self.journal_path().exists()
     }
 
+    /// When the journal was last written (Unix seconds), if it is there.
+    pub fn journal_modified(&self) -> Option<i64> {
+        let modified = fs::metadata(self.journal_path()).ok()?.modified().ok()?;
+        let secs = modified
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_secs();
+        i64::try_from(secs).ok()
+    }
+
     /// The journal, if present; `None` also when it was cut short by a crash (unreadable).
     pub fn read_journal(&self) -> Result<Option<Journal>> {
         let path = self.journal_path();

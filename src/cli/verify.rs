@@ -112,4 +112,7 @@ fn print_checks(report: &VerifyReport) {
             check.detail
         );
     }
+    if let Some(pending) = &report.pending {
+        println!("{:<5} {:<22} {pending}", "note", "pending operation");
+    }
 }

@@ -69,8 +69,9 @@ pub fn too_long(prefix: &[u8], length: u64, max: usize) -> Value {
         top_level_id(prefix).unwrap_or(Value::Null),
         -32600,
         &format!(
-            "Invalid Request: the request is {length} bytes, over the limit of {max} bytes \
-             (`limits.max_mcp_request_bytes` in the store's config.toml); it was not read"
+            "Invalid Request: the request is {length} bytes, over the limit of {} \
+             (`limits.max_mcp_request_bytes` in the store's config.toml); it was not read",
+            crate::bounded::human_bytes(max as u64)
         ),
     )
 }
@@ -358,7 +359,8 @@ pub enum WireLine {
 }
 
 /// Reads one line into `line` (cleared first) without holding more than
-/// `max` bytes of it: the rest of a longer line is read and dropped.
+/// `max` bytes of it: the rest of a longer line is read and dropped (its
+/// first `max` bytes stay in `line`).
 pub async fn read_line<R: AsyncBufRead + Unpin>(
     input: &mut R,
     line: &mut Vec<u8>,
@@ -381,7 +383,7 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
             None => (buffer, buffer.len(), false),
         };
         length += chunk.len() as u64;
-        let room = (max + 1).saturating_sub(line.len());
+        let room = max.saturating_sub(line.len());
         line.extend_from_slice(&chunk[..chunk.len().min(room)]);
         input.consume(used);
         if ended {
@@ -411,7 +413,11 @@ where
     O: AsyncWrite + Unpin,
 {
     let mut input = BufReader::new(input);
+    // Room for the longest line, reserved once: the pages are touched only as
+    // a line fills them, and a long line never makes the buffer move (a copy
+    // would hold it twice).
     let mut line = Vec::new();
+    let _ = line.try_reserve_exact(max_line);
     loop {
         in_flight.room().await;
         let answer = match read_line(&mut input, &mut line, max_line).await? {
@@ -596,7 +602,7 @@ mod tests {
         let message = answers[1]["error"]["message"].as_str().expect("message");
         assert!(
             message.contains(&format!("is {} bytes", long.len()))
-                && message.contains("over the limit of 256 bytes")
+                && message.contains("over the limit of 256 B")
                 && message.contains("limits.max_mcp_request_bytes"),
             "{message}"
         );
@@ -691,7 +697,7 @@ mod tests {
                 let mut line = Vec::new();
                 loop {
                     let read = read_line(&mut reader, &mut line, max).await.expect("read");
-                    assert!(line.len() <= max + 1, "held {} bytes", line.len());
+                    assert!(line.len() <= max, "held {} bytes", line.len());
                     match read {
                         WireLine::End => break,
                         WireLine::Line => out.push(Ok(line.clone())),

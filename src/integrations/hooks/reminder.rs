@@ -263,6 +263,54 @@ mod tests {
     }
 
     #[test]
+    fn a_hostile_session_id_is_quoted_in_commands_and_escaped_in_json() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let marker = dir.path().join("pwned");
+        let second = dir.path().join("pwned-by-the-next-line");
+        let session = format!(
+            "x$(touch {})'\"`;\ntouch {}",
+            marker.display(),
+            second.display()
+        );
+        let mut q = queue(1);
+        q.session_id = session.clone();
+        q.pending[0].segment_id = format!("{session}:segment:40-77");
+        // `printf` in place of the binary: the shell prints the words it was given.
+        let text = reminder(&q, None, &HookSettings::default(), "printf '%s\\n'").expect("text");
+        let start = text.find("Read: `").expect("the Read command") + "Read: `".len();
+        let end = text.find("` (MCP memory_get").expect("its end");
+        let command = &text[start..end];
+        let out = std::process::Command::new("sh")
+            .args(["-c", command])
+            .output()
+            .expect("sh");
+        assert!(
+            !marker.exists() && !second.exists(),
+            "the command ran what the session id held: {command}"
+        );
+        let words: Vec<&str> = std::str::from_utf8(&out.stdout)
+            .expect("utf-8")
+            .lines()
+            .collect();
+        assert_eq!(
+            words.get(2).copied(),
+            Some(session.split('\n').next().unwrap_or_default())
+        );
+        // The JSON template parses, with the session id as given.
+        let template = text
+            .lines()
+            .find(|line| line.starts_with('{'))
+            .expect("the JSON template")
+            .replace('…', "");
+        let value: serde_json::Value = serde_json::from_str(&template).expect("valid JSON");
+        assert_eq!(value["session_id"], session.as_str());
+        assert_eq!(value["segment_id"], q.pending[0].segment_id.as_str());
+        // Named in prose, its control characters are shown escaped.
+        assert!(text.contains("touch"), "{text}");
+        assert!(text.contains("\\ntouch "), "{text}");
+    }
+
+    #[test]
     fn odd_paths_are_quoted_for_the_shell() {
         assert_eq!(
             shell_quote("/usr/bin/knowledge-db"),
