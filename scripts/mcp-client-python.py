@@ -30,7 +30,7 @@ async def session(binary, store, mode):
         version = client.protocol_version
         tools = (await client.list_tools()).tools
         names = sorted(t.name for t in tools)
-        check(names == ["memory_add", "memory_get", "memory_search", "memory_stats"], f"tools: {names}")
+        check(names == ["memory_add", "memory_get", "memory_recall", "memory_search", "memory_stats"], f"tools: {names}")
         for tool in tools:
             check(tool.output_schema is not None and tool.output_schema.get("type") == "object",
                   f"{tool.name}: no outputSchema")
@@ -51,6 +51,8 @@ async def session(binary, store, mode):
         check(shaped.structured_content["results"][0]["path"].startswith("py-"), f"openclaw shape: {shaped}")
         got = await client.call_tool("memory_get", {"id": results[0]["id"]})
         check(got.structured_content["record"]["id"] == results[0]["id"], f"memory_get: {got}")
+        recalled = await client.call_tool("memory_recall", {"prompt": "a recipe for banana bread please"})
+        check(not recalled.is_error and recalled.structured_content["memories"] == [], f"memory_recall: {recalled}")
         stats = await client.call_tool("memory_stats", {})
         check(stats.structured_content["records"] >= 1, f"memory_stats: {stats}")
         try:

@@ -16,6 +16,10 @@ pub struct Check {
     pub name: &'static str,
     /// Whether the check found nothing wrong.
     pub ok: bool,
+    /// Found something to fix that does not make the store unsound (loose
+    /// file modes): reported, but `ok` stays true.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub warning: bool,
     /// What was checked, or what is wrong.
     pub detail: String,
     /// Damaged derived files `repair` would rebuild.

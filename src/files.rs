@@ -60,6 +60,103 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
         .map_err(|e| Error::io(dir, e))
 }
 
+/// Permission bits of group and others: a store's files have none of them
+/// (its transcripts hold whatever passed through a terminal).
+const SHARED_BITS: u32 = 0o077;
+
+/// Most paths [`loose_paths`] names; it counts the rest.
+pub const MAX_LOOSE_LISTED: usize = 20;
+
+/// The paths under `root` (itself included) that users other than the
+/// owner may read, write or enter, at most [`MAX_LOOSE_LISTED`] of them, and
+/// how many there are in all. Symbolic links are not followed.
+pub fn loose_paths(root: &Path) -> (Vec<std::path::PathBuf>, usize) {
+    let mut listed = Vec::new();
+    let mut total = 0;
+    walk(root, &mut |path, mode| {
+        if mode & SHARED_BITS != 0 {
+            total += 1;
+            if listed.len() < MAX_LOOSE_LISTED {
+                listed.push(path.to_path_buf());
+            }
+        }
+    });
+    (listed, total)
+}
+
+/// Takes every permission of group and others off `root` and everything
+/// under it (symbolic links are not followed); returns how many paths
+/// changed. A store made by an older release, or under a loose umask, is
+/// owner-only after its next write.
+pub fn make_private(root: &Path) -> Result<usize> {
+    let mut loose = Vec::new();
+    walk(root, &mut |path, mode| {
+        if mode & SHARED_BITS != 0 {
+            loose.push((path.to_path_buf(), mode & !SHARED_BITS & 0o7777));
+        }
+    });
+    for (path, mode) in &loose {
+        set_mode(path, *mode)?;
+    }
+    Ok(loose.len())
+}
+
+/// Creates `dir` (and its missing parents) owner-only, whatever the umask.
+pub fn create_private_dir(dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| Error::io(dir, e))
+    }
+    #[cfg(not(unix))]
+    {
+        fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))
+    }
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, mode: u32) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).map_err(|e| Error::io(path, e))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_: &Path, _: u32) -> Result<()> {
+    Ok(())
+}
+
+/// Calls `each` with every path under `root` (itself first) and its mode;
+/// symbolic links are neither followed nor reported. Unreadable folders are
+/// skipped.
+fn walk(root: &Path, each: &mut dyn FnMut(&Path, u32)) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let Ok(meta) = fs::symlink_metadata(root) else {
+            return;
+        };
+        if meta.file_type().is_symlink() {
+            return;
+        }
+        each(root, meta.permissions().mode());
+        if !meta.is_dir() {
+            return;
+        }
+        let Ok(entries) = fs::read_dir(root) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            walk(&entry.path(), each);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (root, each);
+}
+
 /// Bytes of the files under `dir`, recursively (0 if it cannot be read).
 pub fn dir_size(dir: &Path) -> u64 {
     let Ok(entries) = fs::read_dir(dir) else {

@@ -15,6 +15,7 @@
 //! - [`files`]: small files replaced whole, atomically or durably;
 //! - [`bounded`]: reading input the store does not own within limits (regular
 //!   files only, sizes decided before reading, folder walks without loops);
+//! - [`shell`]: values quoted for the commands written for agents to run;
 //! - [`check`]: a health check's answer, which each room's `verify` gives;
 //! - [`embed`]: local embeddings (all-MiniLM-L6-v2 on ONNX Runtime);
 //! - [`vectors`]: the vector side of search, aligned with the text index;
@@ -86,6 +87,7 @@ pub mod integrations;
 pub mod load;
 pub mod record;
 pub mod search;
+pub mod shell;
 pub mod store;
 pub mod tiers;
 pub mod transcript;

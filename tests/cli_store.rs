@@ -46,10 +46,10 @@ fn a_missing_store_says_how_to_create_one() {
 fn a_store_of_another_format_version_is_refused() {
     let store = TestStore::new();
     let old = store.set_config(&[("format_version", "99")]);
-    assert_eq!(old, ["2"]);
+    assert_eq!(old, ["3"]);
     store.cmd().arg("stats").assert().code(1).stderr(
         predicate::str::contains("format version 99")
-            .and(predicate::str::contains("reads version 2")),
+            .and(predicate::str::contains("reads version 3")),
     );
 }
 
@@ -195,7 +195,7 @@ fn stats_counts_by_kind_tier_and_namespace() {
         json!({"message": 2, "note": 2, "segment": 3, "task": 3})
     );
     assert_eq!(stats["by_tier"], json!({"l2": 10}));
-    assert_eq!(stats["format_version"], 2);
+    assert_eq!(stats["format_version"], 3);
     assert!(stats["text_index_bytes"].as_u64().unwrap() > 0);
     assert_eq!(stats["oldest"], "2026-01-05T10:42:00Z");
 }

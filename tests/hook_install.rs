@@ -15,20 +15,23 @@ fn interop_hooks() -> Value {
      "SessionStart":[{"matcher":"compact","hooks":[{"type":"command","command":"knowledge-db hook session-start"}]}]})
 }
 
-/// The block an install writes: interop.md's, with every command running
-/// the built binary by its absolute path on `store`.
+/// The block an install writes: one group per entry of `HOOKS`, every
+/// command running the built binary by its absolute path on `store`.
 fn installed_hooks(store: &Path) -> Value {
-    let mut hooks = interop_hooks();
     let prefix = format!("{} --store {}", binary().display(), store.display());
-    for event in ["PostToolUse", "PreCompact", "SessionStart"] {
-        let hook = &mut hooks[event][0]["hooks"][0];
-        let command = hook["command"]
-            .as_str()
-            .unwrap()
-            .replace("knowledge-db", &prefix);
-        hook["command"] = json!(command);
+    let mut hooks = json!({});
+    for (event, matcher, subcommand, timeout) in knowledge_db::integrations::claude_code::HOOKS {
+        let mut hook = json!({"type": "command", "command": format!("{prefix} hook {subcommand}")});
+        if let Some(secs) = timeout {
+            hook["timeout"] = json!(secs);
+        }
+        let mut group = json!({});
+        if let Some(m) = matcher {
+            group["matcher"] = json!(m);
+        }
+        group["hooks"] = json!([hook]);
+        hooks[event] = json!([group]);
     }
-    hooks["PostToolUse"][0]["matcher"] = json!(knowledge_db::integrations::claude_code::HOOKS[0].1);
     hooks
 }
 
@@ -283,13 +286,13 @@ fn installed_hook_commands_run() {
     .expect("transcript");
     let store = dir.path().join("store");
     let mut commands = 0;
-    for event in ["PostToolUse", "PreCompact", "SessionStart"] {
+    for (event, ..) in knowledge_db::integrations::claude_code::HOOKS {
         for group in settings["hooks"][event].as_array().expect("groups") {
             for hook in group["hooks"].as_array().expect("hooks") {
                 let command = hook["command"].as_str().expect("command");
                 let input = json!({"session_id": "s1", "transcript_path": transcript,
                     "cwd": dir.path(), "hook_event_name": event, "source": "compact",
-                    "trigger": "manual", "tool_name": "Write"});
+                    "trigger": "manual", "tool_name": "Write", "prompt": "hi"});
                 let out = Command::new("sh")
                     .args(["-c", command])
                     .env("KNOWLEDGE_DB_UPKEEP", "off")
@@ -318,8 +321,21 @@ fn installed_hook_commands_run() {
             }
         }
     }
-    assert_eq!(commands, 3);
+    assert_eq!(commands, 6);
     assert!(!store.join("hooks/hooks.log").exists(), "no hook failed");
+    // The capturing hooks stored the session's one message.
+    let stats: Value = serde_json::from_slice(
+        &Command::cargo_bin("knowledge-db")
+            .expect("binary")
+            .arg("--store")
+            .arg(&store)
+            .args(["stats", "--json"])
+            .output()
+            .expect("stats")
+            .stdout,
+    )
+    .expect("stats JSON");
+    assert_eq!(stats["by_kind"]["message"], 1, "{stats}");
 }
 
 #[test]

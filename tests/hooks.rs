@@ -169,8 +169,10 @@ fn cold_task_is_stored_once_and_the_agent_is_told() {
             .len(),
         1
     );
+    // One summary, beside the session's messages the checks captured.
     let stats = store.json(&["stats"]);
-    assert_eq!(stats["records"], 1, "{stats}");
+    assert_eq!(stats["by_kind"]["task"], 1, "{stats}");
+    assert_eq!(stats["by_kind"].as_object().unwrap().len(), 2, "{stats}");
 }
 
 #[test]
@@ -266,8 +268,17 @@ fn sessions_without_tasks_get_cold_segments() {
         .as_str()
         .unwrap()
         .contains("pytest tests/test_oauth2.py -q"));
-    // Searchable at once (BM25; vectors come with `knowledge-db embed`).
-    assert_eq!(store.search_ids(&["invalid_grant refresh"]), [id]);
+    // Searchable at once (BM25; vectors come with `knowledge-db embed`),
+    // beside the session's messages the check captured.
+    assert_eq!(
+        store.search_ids(&["invalid_grant refresh", "--kind", "segment"]),
+        std::slice::from_ref(&id)
+    );
+    let messages = store.search_ids(&["invalid_grant refresh", "--kind", "message"]);
+    assert!(
+        !messages.is_empty(),
+        "the check stored the session's messages"
+    );
     // Idempotent: a second forced check finds nothing new.
     let report = post_tool_use(&store, &input, &["--force"]);
     assert_eq!(report["cold_segments"], 0);

@@ -186,7 +186,13 @@ fn mcp_session_over_stdio() {
     names.sort();
     assert_eq!(
         names,
-        ["memory_add", "memory_get", "memory_search", "memory_stats"]
+        [
+            "memory_add",
+            "memory_get",
+            "memory_recall",
+            "memory_search",
+            "memory_stats"
+        ]
     );
     let search_tool = tools
         .iter()
@@ -235,6 +241,24 @@ fn mcp_session_over_stdio() {
     assert!(
         text_of(&unheard).contains("no record holds \"Kubernetes\""),
         "{unheard}"
+    );
+
+    // memory_recall: usually nothing, and it says why.
+    let recalled = server.tool(
+        "memory_recall",
+        json!({"prompt": "a recipe for banana bread with walnuts", "project": "*"}),
+    );
+    assert_eq!(recalled["isError"], false, "{recalled}");
+    assert_eq!(recalled["structuredContent"]["memories"], json!([]));
+    assert!(
+        recalled["structuredContent"]["whyNot"]
+            .as_str()
+            .is_some_and(|w| w.contains("nothing confident")),
+        "{recalled}"
+    );
+    assert!(
+        text_of(&recalled).starts_with("nothing recalled"),
+        "{recalled}"
     );
 
     // Filters: session and minScore.

@@ -142,7 +142,7 @@ fn inspector_cli_lists_output_schemas_and_sends_numbers_as_text() {
     let (ok, listed) = inspector(&path, &store, &["--method", "tools/list"]);
     assert!(ok, "{listed}");
     let tools = listed["tools"].as_array().expect("tools");
-    assert_eq!(tools.len(), 4);
+    assert_eq!(tools.len(), 5);
     for tool in tools {
         assert_eq!(tool["outputSchema"]["type"], "object", "{tool}");
     }

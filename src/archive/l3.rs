@@ -90,6 +90,13 @@ impl L3Index {
             doc.add_text(f.session, session);
         }
         doc.add_text(f.tier, "l3");
+        let project = fields.project.as_deref();
+        doc.add_text(f.project, project.unwrap_or(crate::index::NO_PROJECT));
+        let origin = fields.origin.as_deref();
+        doc.add_text(f.origin, origin.unwrap_or(crate::index::LOCAL_ORIGIN));
+        if let Some(turn) = fields.end_turn.or(fields.start_turn) {
+            doc.add_u64(f.turn, turn);
+        }
         doc.add_text(f.title, &fields.title);
         doc.add_text(f.content, &fields.content);
         for (field, values) in [
@@ -110,6 +117,13 @@ impl L3Index {
         doc.add_u64(f.has_vector, u64::from(entry.embedding.is_some()));
         doc.add_text(f.record, location.encode());
         doc
+    }
+
+    /// Rewrites the L3 index's segments that hold deleted documents without
+    /// them and removes the old files (their terms leave the disk). The
+    /// caller holds the store's writer lock.
+    pub fn purge_deleted(&self) -> Result<usize> {
+        crate::index::lookup::purge_deleted(&self.index, WRITER_HEAP_BYTES)
     }
 
     /// Removes documents by id (uncommitted).

@@ -131,6 +131,21 @@ pub(super) struct SearchArgs {
     #[arg(long)]
     pub(super) all_namespaces: bool,
 
+    /// Only records of this project (a folder: its git root), and records of
+    /// no project [default: the current folder's project, when the store
+    /// holds records of it; else every project]
+    #[arg(long, value_name = "DIR", conflicts_with = "all_projects")]
+    pub(super) project: Option<PathBuf>,
+
+    /// Search every project
+    #[arg(long)]
+    pub(super) all_projects: bool,
+
+    /// Only records from this origin: `local` (this store's own) or the
+    /// machine or user a record was pulled from by `sync`
+    #[arg(long, value_name = "NAME")]
+    pub(super) origin: Option<String>,
+
     /// Only records of this session
     #[arg(long, value_name = "ID")]
     pub(super) session: Option<String>,

@@ -53,10 +53,61 @@ pub enum HookCommand {
     #[command(after_help = PRE_COMPACT_HELP)]
     PreCompact(PreCompactArgs),
 
-    /// The SessionStart hook (matcher `compact`): give the saved block back.
+    /// The SessionStart hook: after a compaction, give the saved block back;
+    /// at startup and resume, a brief of the project's recent work.
     #[command(after_help = SESSION_START_HELP)]
     SessionStart(SessionStartArgs),
+
+    /// The Stop hook (end of every turn): store the transcript's new messages.
+    #[command(after_help = STOP_HELP)]
+    Stop(CaptureArgs),
+
+    /// The SessionEnd hook: store the session's last messages.
+    #[command(after_help = SESSION_END_HELP)]
+    SessionEnd(CaptureArgs),
+
+    /// The UserPromptSubmit hook: recall the few memories confident enough to
+    /// bear on the prompt.
+    #[command(after_help = USER_PROMPT_SUBMIT_HELP)]
+    UserPromptSubmit(UserPromptSubmitArgs),
 }
+
+const STOP_HELP: &str = "\
+Reads Claude Code's Stop JSON on stdin (session_id, transcript_path, cwd, ...) and stores
+what the transcript (and its subagents' transcripts, <session>/subagents/*.jsonl) gained
+since the last look, as `knowledge-db ingest` would: only the new bytes are read, the
+messages are stored without vectors (the background upkeep embeds them) and the store's
+writer lock is waited for at most [hooks] capture_lock_wait_secs (2 s); a busy store defers
+the capture to the next hook call. Prints nothing. [hooks] capture = false turns it off.
+
+Example:
+  knowledge-db hook stop < hook-input.json
+  knowledge-db hook stop --json < hook-input.json   # a report of what it stored";
+
+const SESSION_END_HELP: &str = "\
+Reads Claude Code's SessionEnd JSON on stdin and stores the session's last messages, as
+`hook stop` does, waiting at most 0.5 s for the store (Claude Code gives SessionEnd hooks
+1.5 s in all). Prints nothing.
+
+Example:
+  knowledge-db hook session-end < hook-input.json";
+
+const USER_PROMPT_SUBMIT_HELP: &str = "\
+Reads Claude Code's UserPromptSubmit JSON on stdin (session_id, cwd, prompt, ...) and
+searches the store with the prompt: in the session's project (its git root, else its cwd;
+records of no project too), leaving out the session's turns since its last compaction (still
+in the model's context) and what it recalled earlier in the session. Only memories whose
+calibrated score reaches [recall] min_score (0.5) are kept, at most [recall] max_memories
+(3); they are printed as additionalContext, each with its kind, session, turns, date, id and
+the command that reads it whole. When nothing is confident it prints nothing.
+
+Config: [recall] prompt = false (or KNOWLEDGE_DB_RECALL=no-prompt; =off turns off the
+session-start brief too), min_score, max_memories, memory_chars, max_chars, all_projects.
+
+Examples:
+  echo '{\"session_id\":\"s1\",\"cwd\":\"'$PWD'\",\"prompt\":\"why did the login test fail\"}' \\
+    | knowledge-db hook user-prompt-submit
+  knowledge-db hook user-prompt-submit --json < hook-input.json   # with the scores and why not";
 
 const POST_TOOL_USE_HELP: &str = "\
 Reads Claude Code's PostToolUse JSON on stdin (session_id, transcript_path, cwd, ...).
@@ -186,6 +237,23 @@ pub struct PreCompactArgs {
 #[derive(Debug, Args)]
 pub struct SessionStartArgs {}
 
+#[derive(Debug, Args)]
+pub struct CaptureArgs {
+    /// Print a JSON report of what the hook stored
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UserPromptSubmitArgs {
+    /// Print a JSON report (memories, scores, why nothing) instead of the hook output
+    #[arg(long)]
+    json: bool,
+}
+
+/// SessionEnd's share of Claude Code's 1.5 s budget for waiting on the store.
+const SESSION_END_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
 pub fn run(root: &Path, command: HookCommand) -> anyhow::Result<ExitCode> {
     match command {
         HookCommand::Install(args) => install::install(root, args),
@@ -214,6 +282,27 @@ pub fn run(root: &Path, command: HookCommand) -> anyhow::Result<ExitCode> {
                 None
             })
         })),
+        HookCommand::Stop(args) => Ok(as_hook(root, "stop", |input| {
+            let settings = HookSettings::from_store(root)?;
+            let report = hooks::capture::stop(root, input, &settings, settings.lock_wait())?;
+            json_report(args.json, &report)
+        })),
+        HookCommand::SessionEnd(args) => Ok(as_hook(root, "session-end", |input| {
+            let settings = HookSettings::from_store(root)?;
+            let wait = settings.lock_wait().min(SESSION_END_LOCK_WAIT);
+            let report = hooks::capture::stop(root, input, &settings, wait)?;
+            json_report(args.json, &report)
+        })),
+        HookCommand::UserPromptSubmit(args) => Ok(as_hook(root, "user-prompt-submit", |input| {
+            let report = hooks::recall::user_prompt_submit(root, input)?;
+            if args.json {
+                return json_report(true, &report);
+            }
+            Ok(report
+                .answer
+                .filter(|a| !a.text.is_empty())
+                .map(|a| hooks::additional_context("UserPromptSubmit", &a.text)))
+        })),
         HookCommand::SessionStart(SessionStartArgs {}) => {
             Ok(as_hook(root, "session-start", |input| {
                 Ok(hooks::session_start(root, input)?
@@ -226,6 +315,18 @@ pub fn run(root: &Path, command: HookCommand) -> anyhow::Result<ExitCode> {
 /// Most bytes of hook input read from stdin: Claude Code's event JSON (a
 /// PostToolUse event carries the tool's input and output, rarely over a few MB).
 const MAX_HOOK_INPUT: u64 = 64 * 1024 * 1024;
+
+/// The report as the hook's output when `--json` asked for it, else nothing.
+fn json_report(
+    json: bool,
+    report: &impl serde::Serialize,
+) -> anyhow::Result<Option<serde_json::Value>> {
+    Ok(if json {
+        Some(serde_json::to_value(report).map_err(std::io::Error::other)?)
+    } else {
+        None
+    })
+}
 
 /// Runs a hook the way Claude Code needs it: reads the input JSON from stdin,
 /// prints the JSON `body` returns (if any), and on any error logs it to

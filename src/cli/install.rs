@@ -86,6 +86,19 @@ pub(super) struct InstallArgs {
     #[arg(long)]
     dry_run: bool,
 
+    /// Ingest the Claude Code history in this folder
+    /// [default: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects]
+    #[arg(long, value_name = "DIR", conflicts_with = "no_history")]
+    history: Option<PathBuf>,
+
+    /// Do not ingest the existing history
+    #[arg(long)]
+    no_history: bool,
+
+    /// Ingest the history without asking (asked only on a terminal)
+    #[arg(long, short = 'y')]
+    yes: bool,
+
     /// Print JSON
     #[arg(long)]
     json: bool,
@@ -126,6 +139,11 @@ pub(super) fn install(root: &Path, args: InstallArgs) -> anyhow::Result<ExitCode
     for note in &plan.notes {
         eprintln!("note: {note}");
     }
+    let history = if args.dry_run || args.no_history {
+        None
+    } else {
+        ingest_history(&install.store, &args)?
+    };
     if args.json {
         let changed: Vec<_> = plan.changes.iter().map(|c| &c.path).collect();
         super::output::print_json(&serde_json::json!({
@@ -137,6 +155,7 @@ pub(super) fn install(root: &Path, args: InstallArgs) -> anyhow::Result<ExitCode
             "unchanged": plan.unchanged,
             "notes": plan.notes,
             "diff": plan.diff(),
+            "history": history,
         }))?;
     } else if args.dry_run {
         print!("{}", plan.diff());
@@ -156,7 +175,14 @@ pub(super) fn install(root: &Path, args: InstallArgs) -> anyhow::Result<ExitCode
             println!("unchanged {}", path.display());
         }
         if created_store {
-            println!("created an empty store at {}", install.store.display());
+            println!("created a store at {}", install.store.display());
+        }
+        if let Some(h) = &history {
+            println!(
+                "history: {} transcripts, {} messages read, {} stored ({} already there) in {:.1}s; \
+                 searchable by words now, by meaning once the background upkeep has embedded {} records",
+                h.files, h.messages, h.stored, h.unchanged, h.seconds, h.without_vector
+            );
         }
         println!(
             "the hooks, the skill and the MCP server run {} on the store {}; `knowledge-db hook doctor` checks them",
@@ -165,6 +191,82 @@ pub(super) fn install(root: &Path, args: InstallArgs) -> anyhow::Result<ExitCode
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The Claude Code history folder `hook install` offers to ingest.
+fn history_dir(args: &InstallArgs) -> Option<PathBuf> {
+    if let Some(dir) = &args.history {
+        return Some(dir.clone());
+    }
+    let config = match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => dirs::home_dir()?.join(".claude"),
+    };
+    Some(config.join("projects"))
+}
+
+/// Ingests the user's existing Claude Code history into the store, after
+/// asking on a terminal; `None` when there is none or the user declined.
+fn ingest_history(
+    store_root: &Path,
+    args: &InstallArgs,
+) -> anyhow::Result<Option<knowledge_db::flows::capture::BackfillReport>> {
+    let Some(dir) = history_dir(args) else {
+        return Ok(None);
+    };
+    if !dir.is_dir() {
+        if args.history.is_some() {
+            anyhow::bail!(knowledge_db::error::Error::Usage(format!(
+                "--history {}: no such folder",
+                dir.display()
+            )));
+        }
+        return Ok(None);
+    }
+    let files = knowledge_db::transcript::find_files(std::slice::from_ref(&dir))?;
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let bytes: u64 = files
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
+    let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
+    if interactive && !args.yes {
+        eprint!(
+            "Ingest your Claude Code history ({} transcripts, {}, in {}) into the store, so recall \
+             knows your past sessions? [Y/n] ",
+            files.len(),
+            knowledge_db::record::input::human_bytes(bytes),
+            dir.display()
+        );
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer)?;
+        if matches!(answer.trim().to_ascii_lowercase().as_str(), "n" | "no") {
+            eprintln!(
+                "history skipped; `knowledge-db ingest {}` adds it later",
+                dir.display()
+            );
+            return Ok(None);
+        }
+    }
+    let store = knowledge_db::store::Store::open(store_root)?;
+    let settings = knowledge_db::integrations::hooks::HookSettings::from_store(store_root)?;
+    let bar = super::output::progress_bar();
+    bar.set_message("ingesting history");
+    let report = knowledge_db::flows::capture::backfill(
+        &store,
+        &[dir],
+        &settings.namespace,
+        store.lock_timeout(None),
+        &mut |done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        },
+    )?;
+    bar.finish_and_clear();
+    Ok(Some(report))
 }
 
 pub(super) fn run_doctor(root: &Path, args: DoctorArgs) -> anyhow::Result<ExitCode> {

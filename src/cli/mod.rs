@@ -15,6 +15,7 @@ mod ingest;
 mod install;
 mod mcp;
 mod output;
+mod privacy;
 mod qmd;
 mod records;
 mod roll;
@@ -100,6 +101,11 @@ enum Command {
     /// (`knowledge-db forget` purges it from disk).
     #[command(after_help = "Example:\n  knowledge-db delete seg-0042 s1:3")]
     Delete(DeleteArgs),
+
+    /// Forget records for good: a session, ids, or every record holding some
+    /// words, removed from both tiers and from disk, and kept out by tombstones.
+    #[command(after_help = privacy::FORGET_HELP)]
+    Forget(privacy::ForgetArgs),
 
     /// Print the raw messages of a session's turns A-B (from the store, else
     /// the transcript): what an agent reads to compress a queued segment.
@@ -220,6 +226,7 @@ enum Command {
 /// Runs the command line; the binary's `main`.
 pub fn main() -> ExitCode {
     closed_pipe_ends_quietly(true);
+    owner_only_files();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -287,6 +294,17 @@ pub(crate) fn with_child_pipes<T>(work: impl FnOnce() -> T) -> T {
     result
 }
 
+/// Every file and folder this process creates is its owner's alone (a store
+/// holds whatever passed through an agent's terminal), whatever the umask it
+/// was started with: the store, exports, the hooks' files.
+fn owner_only_files() {
+    #[cfg(unix)]
+    // SAFETY: umask only sets the process's file-creation mask; no memory is touched.
+    unsafe {
+        libc::umask(0o077);
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let root = cli.store.clone().unwrap_or_else(default_root);
     match cli.command {
@@ -295,6 +313,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Search(args) => search::search(&root, args),
         Command::Get(args) => get(&root, args),
         Command::Delete(args) => delete(&root, args),
+        Command::Forget(args) => privacy::forget(&root, args),
         Command::Show(args) => show::run(&root, args),
         Command::Export(args) => export::run(&root, args),
         Command::Stats(args) => stats(&root, args.json),

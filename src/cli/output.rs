@@ -143,6 +143,11 @@ pub fn print_search(response: &SearchResponse, color: bool, explain: bool) {
             response.min_score
         );
     }
+    if let Some(project) = &response.filters.project {
+        eprintln!(
+            "note: records of project {project} (and of none); `--all-projects` searches every project"
+        );
+    }
     if response.vector.starts_with("unavailable") {
         eprintln!("note: BM25 only; vectors {}", response.vector);
     }
@@ -249,8 +254,16 @@ pub fn print_stats(s: &Stats) {
         ("by kind", &s.by_kind),
         ("by tier", &s.by_tier),
         ("by namespace", &s.by_namespace),
+        ("by project", &s.by_project),
+        ("by origin", &s.by_origin),
     ] {
-        let list: Vec<String> = counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let list: Vec<String> = counts
+            .iter()
+            .map(|(k, v)| match k.as_str() {
+                "" => format!("(none) {v}"),
+                _ => format!("{k} {v}"),
+            })
+            .collect();
         println!(
             "{label:<15} {}",
             if list.is_empty() {

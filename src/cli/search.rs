@@ -35,8 +35,9 @@ pub(super) fn clamp_results(asked: usize, flag: &str) -> usize {
 pub(super) fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
     let k = clamp_results(args.k, "-k");
     let store = Store::open(root)?;
-    let filters = Filters {
+    let mut filters = Filters {
         namespace: (!args.all_namespaces).then(|| args.namespace.clone()),
+        origin: args.origin.clone(),
         session: args.session.clone(),
         kind: args.kind.map(Kind::from),
         since: args.since,
@@ -44,6 +45,7 @@ pub(super) fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result
         file: args.file.clone(),
         tier: args.tier,
         min_score: if args.all { Some(0.0) } else { args.min_score },
+        ..Filters::default()
     };
     let rank = args.rank.options();
     // Tier searches rank by BM25 alone: no model to load.
@@ -56,6 +58,11 @@ pub(super) fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result
         engine_for(&store, &rank, workload)?
     } else {
         SearchEngine::new(&store)?
+    };
+    filters.project = match (&args.project, args.all_projects) {
+        (_, true) => None,
+        (Some(dir), false) => Some(knowledge_db::record::project::project_of(dir)),
+        (None, false) => engine.default_project(knowledge_db::record::project::current())?,
     };
     if let Some(path) = &args.queries {
         let queries = read_queries(path)?;

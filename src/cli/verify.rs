@@ -107,7 +107,11 @@ fn print_checks(report: &VerifyReport) {
     for check in &report.checks {
         println!(
             "{:<5} {:<22} {}",
-            if check.ok { "ok" } else { "FAIL" },
+            match (check.ok, check.warning) {
+                (false, _) => "FAIL",
+                (true, true) => "warn",
+                (true, false) => "ok",
+            },
             check.name,
             check.detail
         );

@@ -26,6 +26,27 @@ pub(crate) fn clean_writer(
     Ok(writer)
 }
 
+/// Rewrites every segment of `index` that holds deleted documents without
+/// them, then removes the files no commit uses any more: until then a
+/// deleted record's text and terms stay in its segment's files on disk.
+/// Returns how many segments were rewritten. The caller holds the writer
+/// lock.
+pub(crate) fn purge_deleted(index: &Index, heap_bytes: usize) -> Result<usize> {
+    let mut writer = clean_writer(index, 1, heap_bytes)?;
+    let with_deletes: Vec<tantivy::index::SegmentId> = index
+        .searchable_segment_metas()?
+        .iter()
+        .filter(|meta| meta.has_deletes())
+        .map(|meta| meta.id())
+        .collect();
+    if !with_deletes.is_empty() {
+        writer.merge(&with_deletes).wait()?;
+    }
+    writer.garbage_collect_files().wait()?;
+    writer.wait_merging_threads()?;
+    Ok(with_deletes.len())
+}
+
 /// Finds live documents by id through the term dictionary (no scoring, no scan).
 pub struct IdLookup<'a> {
     searcher: &'a Searcher,

@@ -5,8 +5,9 @@
 //! be re-derived from it. The searchable fields mirror the record model: `title`
 //! (topic, subject or title), `content`, `decisions`, `files`, `commands` and
 //! `errors`, all analysed by the code-aware [`tokenizer`]. Filters use exact
-//! (untokenized) fields: `id`, `kind`, `namespace`, `session`, `tier`, plus the
-//! `timestamp` date. `hash` fingerprints a record version so re-adding it is a no-op.
+//! (untokenized) fields: `id`, `kind`, `namespace`, `session`, `tier`,
+//! `project`, `origin`, plus the `timestamp` date and the last `turn` covered.
+//! `hash` fingerprints a record version so re-adding it is a no-op.
 
 pub mod lookup;
 pub mod stem;
@@ -34,6 +35,14 @@ pub struct IndexFields {
     pub session: Field,
     /// Its tier, `l2` or `l3` (keyword, fast).
     pub tier: Field,
+    /// Its project ([`NO_PROJECT`] when it has none; keyword, fast).
+    pub project: Field,
+    /// Who wrote it: a team member's origin for a pulled record, else
+    /// [`LOCAL_ORIGIN`] (keyword, fast).
+    pub origin: Field,
+    /// The last turn it covers (a message's own turn), when it has one
+    /// (indexed, fast): what is still in a live context is told apart by it.
+    pub turn: Field,
     /// Title text (code tokenizer).
     pub title: Field,
     /// Content text (code tokenizer).
@@ -60,6 +69,13 @@ pub struct IndexFields {
     pub has_vector: Field,
 }
 
+/// The `project` term of a record that has none: found from every project.
+pub const NO_PROJECT: &str = "";
+
+/// The `origin` term of the store's own records (pulled records carry the
+/// name of the machine or user that wrote them).
+pub const LOCAL_ORIGIN: &str = "local";
+
 /// The searchable text fields with their names, in the order results explain them.
 pub const TEXT_FIELDS: [&str; 6] = [
     "title",
@@ -79,7 +95,9 @@ impl IndexFields {
         builder.add_text_field("kind", keyword.clone());
         builder.add_text_field("namespace", keyword.clone());
         builder.add_text_field("session", keyword.clone());
-        builder.add_text_field("tier", keyword);
+        builder.add_text_field("tier", keyword.clone());
+        builder.add_text_field("project", keyword.clone());
+        builder.add_text_field("origin", keyword);
         let text = TextOptions::default().set_indexing_options(
             TextFieldIndexing::default()
                 .set_tokenizer(tokenizer::CODE_TOKENIZER)
@@ -103,7 +121,8 @@ impl IndexFields {
         builder.add_bytes_field("embedding", STORED);
         let indexed_fast = NumericOptions::default().set_indexed().set_fast();
         builder.add_u64_field("text_hash", indexed_fast.clone());
-        builder.add_u64_field("has_vector", indexed_fast);
+        builder.add_u64_field("has_vector", indexed_fast.clone());
+        builder.add_u64_field("turn", indexed_fast);
         builder.build()
     }
 
@@ -122,6 +141,9 @@ impl IndexFields {
             namespace: get("namespace")?,
             session: get("session")?,
             tier: get("tier")?,
+            project: get("project")?,
+            origin: get("origin")?,
+            turn: get("turn")?,
             title: get("title")?,
             content: get("content")?,
             decisions: get("decisions")?,
@@ -165,6 +187,11 @@ impl IndexFields {
             doc.add_text(self.session, session);
         }
         doc.add_text(self.tier, record.tier.as_str());
+        doc.add_text(self.project, f.project.as_deref().unwrap_or(NO_PROJECT));
+        doc.add_text(self.origin, f.origin.as_deref().unwrap_or(LOCAL_ORIGIN));
+        if let Some(turn) = f.end_turn.or(f.start_turn) {
+            doc.add_u64(self.turn, turn);
+        }
         for (field, text) in self.texts(record) {
             doc.add_text(field, text);
         }
@@ -335,9 +362,9 @@ pub fn record_hash(record: &Record) -> u64 {
     xxhash_rust::xxh3::xxh3_64(&bytes)
 }
 
-/// How many live records of an index fall in each kind, tier and namespace,
-/// and the time range of their own timestamps: read from the fast columns, no
-/// stored document is decoded. L2 and the L3 index share the schema, so
+/// How many live records of an index fall in each kind, tier, namespace,
+/// project and origin, and the time range of their own timestamps: read from
+/// the fast columns, no stored document is decoded. L2 and the L3 index share the schema, so
 /// `stats` counts both tiers with it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ColumnCounts {
@@ -347,6 +374,10 @@ pub struct ColumnCounts {
     pub by_tier: std::collections::BTreeMap<String, u64>,
     /// Live records per namespace.
     pub by_namespace: std::collections::BTreeMap<String, u64>,
+    /// Live records per project ([`NO_PROJECT`] for records of none).
+    pub by_project: std::collections::BTreeMap<String, u64>,
+    /// Live records per origin ([`LOCAL_ORIGIN`] for the store's own).
+    pub by_origin: std::collections::BTreeMap<String, u64>,
     /// Unix seconds of the oldest record time; `None` when no record has one.
     pub oldest: Option<i64>,
     /// Unix seconds of the newest record time; `None` when no record has one.
@@ -391,6 +422,8 @@ impl ColumnCounts {
                 (fast.str("kind")?, &mut counts.by_kind),
                 (fast.str("tier")?, &mut counts.by_tier),
                 (fast.str("namespace")?, &mut counts.by_namespace),
+                (fast.str("project")?, &mut counts.by_project),
+                (fast.str("origin")?, &mut counts.by_origin),
             ];
             for (column, map) in columns {
                 let Some(column) = column else { continue };
@@ -430,6 +463,8 @@ impl ColumnCounts {
             (&mut self.by_kind, &other.by_kind),
             (&mut self.by_tier, &other.by_tier),
             (&mut self.by_namespace, &other.by_namespace),
+            (&mut self.by_project, &other.by_project),
+            (&mut self.by_origin, &other.by_origin),
         ] {
             for (name, count) in theirs {
                 *mine.entry(name.clone()).or_default() += count;

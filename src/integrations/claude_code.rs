@@ -2,8 +2,10 @@
 //!
 //! Three things go in, each into the file Claude Code reads it from
 //! (`interop.md`, section 2):
-//! - the hooks (`PostToolUse`, `PreCompact`, and `SessionStart` with matcher
-//!   `compact`) into `settings.json`;
+//! - the hooks into `settings.json`: capture (`Stop`, `SessionEnd`, and the
+//!   compression loop's `PostToolUse` and `PreCompact`), recall
+//!   (`UserPromptSubmit`, `SessionStart` at startup and resume) and the
+//!   preservation block (`SessionStart` after a compaction);
 //! - the skill, `skills/knowledge-db/SKILL.md`;
 //! - the MCP server registration, `mcpServers.knowledge-db`, into `.mcp.json`
 //!   (project) or `~/.claude.json` (user).
@@ -30,15 +32,25 @@ pub const SKILL_MD: &str = include_str!("skill/SKILL.md");
 pub const NAME: &str = "knowledge-db";
 
 /// The hook entries: (event, matcher, hook subcommand, timeout in seconds).
-pub const HOOKS: [(&str, &str, &str, Option<u64>); 3] = [
+/// Events without a matcher (Stop, SessionEnd, UserPromptSubmit) fire on
+/// every occurrence.
+pub const HOOKS: [(&str, Option<&str>, &str, Option<u64>); 6] = [
     (
         "PostToolUse",
-        "Bash|Write|Edit|TaskCreate|TaskUpdate|TodoWrite",
+        Some("Bash|Write|Edit|TaskCreate|TaskUpdate|TodoWrite"),
         "post-tool-use",
         Some(30),
     ),
-    ("PreCompact", "auto|manual", "pre-compact", Some(60)),
-    ("SessionStart", "compact", "session-start", None),
+    ("PreCompact", Some("auto|manual"), "pre-compact", Some(60)),
+    (
+        "SessionStart",
+        Some("startup|resume|compact"),
+        "session-start",
+        Some(10),
+    ),
+    ("Stop", None, "stop", Some(30)),
+    ("SessionEnd", None, "session-end", Some(5)),
+    ("UserPromptSubmit", None, "user-prompt-submit", Some(10)),
 ];
 
 /// What every installed command runs: this binary, on this store. Both are
@@ -162,69 +174,7 @@ fn is_executable(path: &Path) -> bool {
     fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
 }
 
-/// A word for `sh`: as it is when it holds only safe characters, else in
-/// single quotes.
-pub fn shell_quote(word: &str) -> String {
-    let safe = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c));
-    if safe {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
-
-/// Splits a command line into words as `sh` would for plain words, single and
-/// double quotes and backslashes (enough to read commands back).
-pub fn shell_words(command: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = command.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                for q in chars.by_ref() {
-                    if q == '\'' {
-                        break;
-                    }
-                    word.push(q);
-                }
-            }
-            '"' => {
-                in_word = true;
-                while let Some(q) = chars.next() {
-                    match q {
-                        '"' => break,
-                        '\\' => word.extend(chars.next()),
-                        _ => word.push(q),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                word.extend(chars.next());
-            }
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            c => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    words
-}
+pub use crate::shell::{shell_quote, shell_words};
 
 /// Whether a command runs knowledge-db's `hook <subcommand>` (any binary
 /// path, any store): an entry an earlier install wrote.
@@ -370,7 +320,16 @@ impl Plan {
     /// Writes every change, each atomically (temporary file, fsync, rename).
     pub fn apply(&self) -> Result<()> {
         for change in &self.changes {
+            // The user's own files keep their permissions (knowledge-db makes
+            // its own files owner-only, not Claude Code's configuration).
+            let before = std::fs::metadata(&change.path)
+                .ok()
+                .map(|m| m.permissions());
             write_atomically(&change.path, change.after.as_bytes())?;
+            if let Some(permissions) = before {
+                std::fs::set_permissions(&change.path, permissions)
+                    .map_err(|e| Error::io(&change.path, e))?;
+            }
         }
         Ok(())
     }
@@ -476,16 +435,40 @@ fn add_hooks(settings: &mut Map<String, Value>, path: &Path, install: &Install) 
             list.insert(0, wanted.clone());
             // The matcher is ours to set only in a group of ours alone.
             if only_ours {
-                group["matcher"] = json!(matcher);
+                set_matcher(group, matcher);
             }
             true
         });
         if !placed {
-            groups.push(json!({"matcher": matcher, "hooks": [wanted]}));
+            let mut group = json!({"hooks": [wanted]});
+            set_matcher(&mut group, matcher);
+            groups.push(group);
         }
         changed |= *groups != before;
     }
     Ok(changed)
+}
+
+/// Sets a hook group's matcher, or removes it for an event that has none
+/// (the group then fires on every occurrence); `matcher` stays first.
+fn set_matcher(group: &mut Value, matcher: Option<&str>) {
+    let Some(object) = group.as_object_mut() else {
+        return;
+    };
+    match matcher {
+        Some(m) => {
+            if object.get("matcher").and_then(Value::as_str) != Some(m) {
+                let hooks = object.remove("hooks");
+                object.insert("matcher".into(), json!(m));
+                if let Some(hooks) = hooks {
+                    object.insert("hooks".into(), hooks);
+                }
+            }
+        }
+        None => {
+            object.remove("matcher");
+        }
+    }
 }
 
 /// Puts `mcpServers.knowledge-db` in place: added when missing; an entry an
@@ -668,13 +651,22 @@ mod tests {
         let post = value["hooks"]["PostToolUse"].as_array().expect("list");
         assert_eq!(post.len(), 2);
         assert_eq!(post[0]["hooks"][0]["command"], "lint.sh");
-        assert_eq!(post[1]["matcher"], HOOKS[0].1);
+        assert_eq!(post[1]["matcher"].as_str(), HOOKS[0].1);
         assert_eq!(post[1]["hooks"][0]["timeout"], 30);
         assert_eq!(
             post[1]["hooks"][0]["command"],
             "/opt/kdb/bin/knowledge-db --store '/home/me/my memory' hook post-tool-use"
         );
-        assert_eq!(value["hooks"]["SessionStart"][0]["matcher"], "compact");
+        assert_eq!(
+            value["hooks"]["SessionStart"][0]["matcher"],
+            "startup|resume|compact"
+        );
+        // Events without a matcher get none: they fire every time.
+        for event in ["Stop", "SessionEnd", "UserPromptSubmit"] {
+            let group = &value["hooks"][event][0];
+            assert!(group.get("matcher").is_none(), "{event}: {group}");
+            assert!(group["hooks"][0]["timeout"].is_u64(), "{event}: {group}");
+        }
         assert!(
             merge(Some(&merged)).is_none(),
             "a second install changed it"
@@ -692,7 +684,7 @@ mod tests {
         let value: Value = serde_json::from_str(&merge(Some(old)).expect("changed")).expect("json");
         let post = value["hooks"]["PostToolUse"].as_array().expect("list");
         assert_eq!(post.len(), 2, "{post:?}");
-        assert_eq!(post[0]["matcher"], HOOKS[0].1);
+        assert_eq!(post[0]["matcher"].as_str(), HOOKS[0].1);
         assert_eq!(post[0]["hooks"].as_array().expect("hooks").len(), 1);
         assert!(post[0]["hooks"][0]["command"]
             .as_str()

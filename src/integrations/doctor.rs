@@ -193,8 +193,9 @@ fn check_settings(targets: &Targets, checks: &mut Checks) -> Vec<(String, Vec<St
             );
         }
         let missing: Vec<&str> = matcher
+            .unwrap_or_default()
             .split('|')
-            .filter(|tool| !group_matcher.split('|').any(|m| m == *tool))
+            .filter(|tool| !tool.is_empty() && !group_matcher.split('|').any(|m| m == *tool))
             .collect();
         if !missing.is_empty() {
             checks.warn(
@@ -221,6 +222,16 @@ fn check_settings(targets: &Targets, checks: &mut Checks) -> Vec<(String, Vec<St
 }
 
 fn check_store(store: &Path, checks: &mut Checks) {
+    let modes = crate::tiers::verify::file_modes(store);
+    if modes.warning && store.exists() {
+        checks.warn(
+            "file modes",
+            modes.detail.clone(),
+            "run any write (e.g. `knowledge-db --store <store> upkeep`), or `chmod -R go-rwx <store>`",
+        );
+    } else if store.exists() {
+        checks.ok("file modes", modes.detail.clone());
+    }
     match crate::tiers::verify::verify_root(store, &mut |_, _| {}) {
         Ok(report) if report.ok => checks.ok(
             "store",
@@ -277,7 +288,8 @@ fn check_hook_runs(event: &str, words: &[String], store: &Path, checks: &mut Che
         return;
     }
     let input = json!({"session_id": session, "transcript_path": transcript, "cwd": dir.path(),
-        "hook_event_name": event, "tool_name": "Write", "source": "startup", "trigger": "manual"});
+        "hook_event_name": event, "tool_name": "Write", "source": "startup", "trigger": "manual",
+        "prompt": "knowledge-db hook doctor: does recall answer?", "reason": "other"});
     let command = words
         .iter()
         .map(|w| super::claude_code::shell_quote(w))
@@ -286,6 +298,7 @@ fn check_hook_runs(event: &str, words: &[String], store: &Path, checks: &mut Che
     let started = Instant::now();
     let result = run_shell(&command, dir.path(), &input.to_string());
     remove_session_files(&store.join("hooks"), &session);
+    forget_test_session(store, &session, &transcript);
     match result {
         Ok((code, _, stderr)) if code == Some(0) && stderr.trim().is_empty() => checks.ok(
             &name,
@@ -298,6 +311,18 @@ fn check_hook_runs(event: &str, words: &[String], store: &Path, checks: &mut Che
         ),
         Err(why) => checks.fail(&name, why, REINSTALL),
     }
+}
+
+/// Removes what a capturing hook stored of the throw-away session (its one
+/// message and the transcript's read position), so a check leaves the
+/// user's store as it was. Best effort.
+fn forget_test_session(store: &Path, session: &str, transcript: &Path) {
+    let Ok(opened) = crate::store::Store::open(store) else {
+        return;
+    };
+    let id = format!("{session}:doctor-1");
+    let _ = opened.delete(&[id], std::time::Duration::from_secs(5));
+    crate::transcript::ingest::forget_read_position(&opened, transcript);
 }
 
 /// `sh -c COMMAND` in `dir` with `stdin`: (exit code, stdout, stderr), or why

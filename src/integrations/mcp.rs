@@ -61,6 +61,10 @@ pub(crate) struct SearchArgs {
     pub namespace: Option<String>,
     /// Only records of this session id
     pub session: Option<String>,
+    /// Project to search: a folder (its git root names the project), or "*"
+    /// for every project (default: the server's folder's project when the
+    /// store holds records of it, else every project)
+    pub project: Option<String>,
     /// Tiers to search: "l2" (the searchable store, default), "l3" (the archive)
     /// or "all" (both, ranked together by BM25)
     pub tier: Option<TierArg>,
@@ -122,6 +126,23 @@ pub(crate) struct AddArgs {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub(crate) struct StatsArgs {}
 
+// Crate-private and without a doc comment: schemars would copy one into the
+// tool's input schema.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RecallArgs {
+    /// The user's prompt (or any text the agent is about to act on)
+    pub prompt: String,
+    /// Project to recall from: a folder, or "*" for every project (default: the server's folder's project)
+    pub project: Option<String>,
+    /// The agent's current session: its turns from `fromTurn` on are still in its context and never recalled
+    pub session: Option<String>,
+    /// With `session`: the first turn still in the context (0 or absent: the whole session)
+    pub from_turn: Option<u64>,
+    /// Record ids never to recall: what the agent was told already or still holds
+    pub exclude: Option<Vec<String>>,
+}
+
 /// The server: the warm service plus where the QMD collections are listed.
 #[derive(Clone)]
 pub struct MemoryServer {
@@ -170,6 +191,7 @@ impl MemoryServer {
                 TierArg::All => TierFilter::All,
             }),
             mode: None,
+            project: args.project,
         };
         let service = Arc::clone(&self.service);
         blocking(move || {
@@ -277,7 +299,52 @@ impl MemoryServer {
     }
 
     #[tool(
-        description = "Count what long-term memory holds: records by kind, tier and namespace, vectors, time range, size on disk."
+        description = "Recall, for a prompt, only the memories confident enough to act on: at most a few records of earlier work whose calibrated relevance clears the store's recall threshold ([recall] min_score), each with what it is, when, its session, id and how to read it whole; usually nothing (then `memories` is empty and `whyNot` says why). Leaves out the given session's live turns and the excluded ids. Use memory_search to look for something on purpose."
+    )]
+    async fn memory_recall(
+        &self,
+        Parameters(args): Parameters<RecallArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        if args.prompt.trim().is_empty() {
+            return Ok(failure("`prompt` is empty"));
+        }
+        let service = Arc::clone(&self.service);
+        blocking(move || {
+            let settings =
+                crate::flows::recall::RecallSettings::from_store(service.store().root())?;
+            let request = crate::flows::recall::RecallRequest {
+                prompt: args.prompt,
+                project: args.project,
+                namespace: None,
+                live: args.session.map(|session| crate::search::LiveContext {
+                    session,
+                    from_turn: args.from_turn.unwrap_or(0),
+                }),
+                already: args.exclude.unwrap_or_default().into_iter().collect(),
+                command_prefix: None,
+            };
+            let recalled = service.recall(request, settings)?;
+            let value = json!({
+                "memories": recalled.memories,
+                "text": recalled.text,
+                "bestScore": recalled.best_score,
+                "whyNot": recalled.why_not,
+            });
+            let text = if recalled.text.is_empty() {
+                format!(
+                    "nothing recalled: {}",
+                    recalled.why_not.as_deref().unwrap_or("nothing confident")
+                )
+            } else {
+                recalled.text.clone()
+            };
+            Ok(answer(value, text))
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Count what long-term memory holds: records by kind, tier, namespace and project, vectors, time range, size on disk."
     )]
     async fn memory_stats(
         &self,

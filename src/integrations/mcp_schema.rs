@@ -103,6 +103,28 @@ pub fn output_schema(tool: &str) -> Option<Map<String, Value>> {
             },
             "required": ["added", "updated", "unchanged"]
         }),
+        "memory_recall" => json!({
+            "type": "object",
+            "properties": {
+                "memories": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "kind": {"type": "string"},
+                        "title": {"type": "string"},
+                        "when": {"type": "string"},
+                        "session_id": {"type": "string"},
+                        "score": {"type": "number"},
+                        "text": {"type": "string"}
+                    },
+                    "required": ["id", "kind", "score", "text"]
+                }},
+                "text": {"type": "string"},
+                "bestScore": {"type": ["number", "null"]},
+                "whyNot": {"type": ["string", "null"]}
+            },
+            "required": ["memories", "text"]
+        }),
         "memory_stats" => json!({
             "type": "object",
             "properties": {
@@ -110,6 +132,8 @@ pub fn output_schema(tool: &str) -> Option<Map<String, Value>> {
                 "records": {"type": "integer"},
                 "by_kind": {"type": "object"},
                 "by_namespace": {"type": "object"},
+                "by_project": {"type": "object"},
+                "by_origin": {"type": "object"},
                 "vectors": {"type": "object"},
                 "vector": {"type": "string"}
             },

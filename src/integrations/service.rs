@@ -83,6 +83,10 @@ pub struct SearchRequest {
     pub tier: Option<TierFilter>,
     /// How to rank; `None` for hybrid (BM25 and vectors fused).
     pub mode: Option<Mode>,
+    /// `None` searches the server's project (when the store holds records of
+    /// it, else every project); `Some("*")` every project; else that project
+    /// (a folder: its git root).
+    pub project: Option<String>,
 }
 
 /// A record with, for a segment or task, a page of its raw messages.
@@ -138,6 +142,9 @@ pub struct MemoryService {
     embedder: Option<SharedEmbedder>,
     embedder_error: String,
     scope: Option<String>,
+    /// The project of the folder the server runs in (Claude Code starts it in
+    /// the project): searches default to it.
+    current_project: Option<String>,
     warm: RwLock<Warm>,
 }
 
@@ -170,6 +177,7 @@ impl MemoryService {
             embedder,
             embedder_error,
             scope,
+            current_project: crate::record::project::current(),
             warm: RwLock::new(Warm {
                 engine: Arc::new(engine),
                 stamp,
@@ -238,8 +246,16 @@ impl MemoryService {
     pub fn search(&self, request: &SearchRequest) -> Result<SearchResponse> {
         let namespace = self.search_namespace(request.namespace.as_deref())?;
         let engine = self.engine()?;
+        let project = match request.project.as_deref() {
+            Some("*") => None,
+            Some(dir) => Some(crate::record::project::project_of(std::path::Path::new(
+                dir,
+            ))),
+            None => engine.default_project(self.current_project.clone())?,
+        };
         let filters = Filters {
             namespace,
+            project,
             session: request.session.clone(),
             tier: request.tier.unwrap_or_default(),
             min_score: request.min_score,
@@ -258,6 +274,24 @@ impl MemoryService {
         }
         crate::upkeep::after_read(&self.store, response.records_without_vector);
         Ok(response)
+    }
+
+    /// The memories confident enough to tell an agent about a prompt (see
+    /// [`crate::flows::recall`]), under the store's `[recall]` settings; a
+    /// request that names no project recalls from the server's.
+    pub fn recall(
+        &self,
+        mut request: crate::flows::recall::RecallRequest,
+        settings: crate::flows::recall::RecallSettings,
+    ) -> Result<crate::flows::recall::RecallAnswer> {
+        let engine = self.engine()?;
+        if request.project.as_deref() == Some("*") || settings.all_projects {
+            request.project = None;
+        } else if request.project.is_none() {
+            request.project = self.current_project.clone();
+        }
+        request.namespace = self.search_namespace(request.namespace.as_deref())?;
+        crate::flows::recall::recall(&engine, &request, &settings)
     }
 
     /// The record with `id`; for a segment or task with a session and turn

@@ -10,6 +10,7 @@
 pub mod context;
 pub mod input;
 pub mod parse;
+pub mod project;
 pub mod time;
 
 use serde::{Deserialize, Serialize};
@@ -147,6 +148,14 @@ pub struct Fields {
     pub timestamp: Option<i64>,
     /// The caller's `relevance_score`, if given.
     pub relevance_score: Option<f64>,
+    /// The project it came from (see [`project`]): the record's `project`
+    /// string, `None` when it has none (a record of no project is found from
+    /// every project).
+    pub project: Option<String>,
+    /// Who wrote it, when it was pulled from a team's shared memory: its
+    /// `sync.origin` (a machine or user name); `None` for the store's own
+    /// records.
+    pub origin: Option<String>,
 }
 
 impl Record {

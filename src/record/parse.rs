@@ -283,6 +283,8 @@ pub fn derive_fields(kind: Kind, value: &Value) -> Result<Fields, FieldError> {
         start_turn: opt_u64(o, "start_turn")?,
         end_turn: opt_u64(o, "end_turn")?,
         relevance_score: opt_f64(o, "relevance_score")?,
+        project: lenient_str(o.get("project")),
+        origin: lenient_str(o.get("sync").and_then(|sync| sync.get("origin"))),
         ..Fields::default()
     };
     match kind {
@@ -378,6 +380,17 @@ fn message_text(o: &Map<String, Value>) -> Result<String, FieldError> {
             ),
         )),
     }
+}
+
+/// A non-empty string value, else `None`: `project` and `sync.origin` are
+/// read leniently, since JSON written before they had a meaning may hold
+/// something else under those keys.
+fn lenient_str(value: Option<&Value>) -> Option<String> {
+    value
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
 }
 
 fn opt_str(o: &Map<String, Value>, key: &str) -> Result<Option<String>, FieldError> {

@@ -4,31 +4,29 @@
 //! every resulting term is looked up in every text field with that field's boost;
 //! a record's BM25 score is the sum over fields (a "most fields" match, so a hit in
 //! both the topic and the content counts for more than either alone). Filters
-//! (namespace, session, kind, time range, file) narrow the candidates without
-//! changing scores. A search that finds nothing says why.
+//! ([`filters`]: namespace, project, origin, session, kind, time range, file,
+//! the live context) narrow the candidates without changing scores. A search that finds nothing says why.
 
 pub mod batch;
 pub mod candidates;
 pub mod dates;
 pub mod dedup;
+pub mod filters;
 pub mod fusion;
 pub mod neighbours;
 pub mod relevance;
 pub mod tiers;
 
-use std::ops::Bound;
-
 use serde::Serialize;
 use tantivy::collector::TopDocs;
 use tantivy::query::Bm25StatisticsProvider;
 use tantivy::query::{
-    BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery, Occur, PhraseQuery, Query, RangeQuery,
-    TermQuery,
+    BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery, Occur, Query, TermQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::snippet::SnippetGenerator;
 use tantivy::tokenizer::TextAnalyzer;
-use tantivy::{DateTime, DocAddress, Searcher, TantivyDocument, Term};
+use tantivy::{DocAddress, Searcher, TantivyDocument, Term};
 
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
@@ -37,6 +35,7 @@ use crate::record::parse::format_time;
 use crate::record::{Kind, Record};
 use crate::store::Store;
 use crate::vectors::VectorIndex;
+pub use filters::{Filters, LiveContext, TierFilter};
 use fusion::Fusion;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -46,78 +45,6 @@ pub const MAX_QUERY_TERMS: usize = 1024;
 
 /// Longest snippet, in characters.
 pub(crate) const SNIPPET_CHARS: usize = 220;
-
-/// Which records a search may return.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Filters {
-    /// `None` searches every namespace.
-    pub namespace: Option<String>,
-    /// Only records of this session; `None` for any session.
-    pub session: Option<String>,
-    /// Only records of this kind; `None` for any kind.
-    pub kind: Option<Kind>,
-    /// Unix seconds, inclusive.
-    pub since: Option<i64>,
-    /// Unix seconds, inclusive.
-    pub until: Option<i64>,
-    /// A file path or a suffix of one (`oauth2.py` matches `src/auth/oauth2.py`).
-    pub file: Option<String>,
-    /// Which tiers to search: L2 (default), the L3 archive, or both.
-    #[serde(skip_serializing_if = "TierFilter::is_l2")]
-    pub tier: TierFilter,
-    /// Results scoring under this are dropped. `None`: the default, which is
-    /// [`relevance::DEFAULT_MIN_SCORE`] for calibrated scores and 0 otherwise.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub min_score: Option<f32>,
-}
-
-/// The tiers a search covers (see [`tiers`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum TierFilter {
-    /// The searchable store
-    #[default]
-    L2,
-    /// The archive only
-    L3,
-    /// Both, ranked together
-    All,
-}
-
-impl TierFilter {
-    fn is_l2(&self) -> bool {
-        *self == TierFilter::L2
-    }
-}
-
-impl Filters {
-    /// The filters as command-line flags, for messages.
-    fn describe(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if let Some(ns) = &self.namespace {
-            out.push(format!("--namespace {ns}"));
-        }
-        if let Some(s) = &self.session {
-            out.push(format!("--session {s}"));
-        }
-        if let Some(k) = self.kind {
-            out.push(format!("--kind {k}"));
-        }
-        if let Some(t) = self.since {
-            out.push(format!("--since {}", format_time(t)));
-        }
-        if let Some(t) = self.until {
-            out.push(format!("--until {}", format_time(t)));
-        }
-        if let Some(f) = &self.file {
-            out.push(format!("--file {f}"));
-        }
-        if self.tier != TierFilter::L2 {
-            out.push(format!("--tier {:?}", self.tier).to_lowercase());
-        }
-        out
-    }
-}
 
 /// Which retrievers rank the results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -1024,12 +951,96 @@ impl SearchEngine {
 
     /// The filters alone as one query, or `None` when there are none.
     fn filter_only(&self, filters: &Filters) -> Option<Box<dyn Query>> {
-        let clauses: Vec<(Occur, Box<dyn Query>)> = self
-            .filter_queries(filters)
-            .into_iter()
-            .map(|q| (Occur::Must, q))
-            .collect();
+        let clauses: Vec<(Occur, Box<dyn Query>)> =
+            filters::filter_queries(&self.fields, &self.analyzer, filters)
+                .into_iter()
+                .map(|q| (Occur::Must, q))
+                .collect();
         (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<dyn Query>)
+    }
+
+    /// The project a search scopes to by default: `current` when this store
+    /// holds records of it, else none (every project), so that a store
+    /// without projects, or a folder the agents never worked in, searches
+    /// everything rather than nothing.
+    pub fn default_project(&self, current: Option<String>) -> Result<Option<String>> {
+        let Some(project) = current else {
+            return Ok(None);
+        };
+        let term = Term::from_field_text(self.fields.project, &project);
+        let held = self.count(&TermQuery::new(term, IndexRecordOption::Basic))?;
+        Ok((held > 0).then_some(project))
+    }
+
+    /// A query for the records that hold every word of `query` in some
+    /// text field (a word: its whole analysed form, or else all of its
+    /// parts), whatever their score: what `forget --query` deletes, so it
+    /// matches exactly, not by relevance. `None` when the query has no
+    /// searchable word.
+    pub fn every_word_query(&self, query: &str) -> Option<Box<dyn Query>> {
+        let in_any_field = |term: &str| -> Box<dyn Query> {
+            Box::new(BooleanQuery::new(
+                self.fields
+                    .text_fields()
+                    .iter()
+                    .map(|(field, _)| {
+                        let q: Box<dyn Query> = Box::new(TermQuery::new(
+                            Term::from_field_text(*field, term),
+                            IndexRecordOption::Basic,
+                        ));
+                        (Occur::Should, q)
+                    })
+                    .collect(),
+            ))
+        };
+        let mut words: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for word in query.split_whitespace() {
+            let Some((whole, parts)) = whole_and_parts(&self.analyzer, word) else {
+                continue;
+            };
+            let mut either: Vec<(Occur, Box<dyn Query>)> =
+                vec![(Occur::Should, in_any_field(&whole))];
+            if parts.len() > 1 {
+                let all_parts = parts
+                    .iter()
+                    .map(|p| (Occur::Must, in_any_field(p)))
+                    .collect();
+                either.push((Occur::Should, Box::new(BooleanQuery::new(all_parts))));
+            }
+            words.push((Occur::Must, Box::new(BooleanQuery::new(either))));
+        }
+        (!words.is_empty()).then(|| Box::new(BooleanQuery::new(words)) as Box<dyn Query>)
+    }
+
+    /// Whether `record`'s own text (title, content, decisions, files,
+    /// commands, errors, and its context when it has one) holds every word
+    /// of `query`, as [`SearchEngine::every_word_query`] matches them.
+    pub fn holds_every_word(&self, record: &Record, query: &str) -> bool {
+        let mut text = record.fields.title.clone();
+        text.push('\n');
+        text.push_str(&record.display_text());
+        if let Some(context) = &record.context {
+            text.push('\n');
+            text.push_str(context);
+        }
+        let held: std::collections::HashSet<String> = analyze_distinct(&self.analyzer, &text)
+            .into_iter()
+            .collect();
+        query
+            .split_whitespace()
+            .all(|word| match whole_and_parts(&self.analyzer, word) {
+                None => true,
+                Some((whole, parts)) => {
+                    held.contains(&whole)
+                        || (parts.len() > 1 && parts.iter().all(|p| held.contains(p)))
+                }
+            })
+    }
+
+    /// The stored record with this id in the engine's commit (L2), if any;
+    /// not logged as a read.
+    pub fn record(&self, id: &str) -> Result<Option<Record>> {
+        crate::store::get_record(&self.searcher, &self.fields, id)
     }
 
     pub(crate) fn check_query(&self, query: &str) -> Result<()> {
@@ -1185,74 +1196,13 @@ impl SearchEngine {
     /// The text query restricted by the filters, which do not change scores.
     pub(crate) fn filtered(&self, text_query: &dyn Query, filters: &Filters) -> Box<dyn Query> {
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text_query.box_clone())];
-        for filter in self.filter_queries(filters) {
+        for filter in filters::filter_queries(&self.fields, &self.analyzer, filters) {
             clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(filter, 0.0))));
         }
         if clauses.len() == 1 {
             return text_query.box_clone();
         }
         Box::new(BooleanQuery::new(clauses))
-    }
-
-    fn filter_queries(&self, filters: &Filters) -> Vec<Box<dyn Query>> {
-        let f = &self.fields;
-        let mut out: Vec<Box<dyn Query>> = Vec::new();
-        let exact = |field: Field, value: &str| -> Box<dyn Query> {
-            Box::new(TermQuery::new(
-                Term::from_field_text(field, value),
-                IndexRecordOption::Basic,
-            ))
-        };
-        if let Some(ns) = &filters.namespace {
-            out.push(exact(f.namespace, ns));
-        }
-        if let Some(session) = &filters.session {
-            out.push(exact(f.session, session));
-        }
-        if let Some(kind) = filters.kind {
-            out.push(exact(f.kind, kind.as_str()));
-        }
-        if filters.since.is_some() || filters.until.is_some() {
-            let bound = |t: Option<i64>| match t {
-                Some(secs) => Bound::Included(Term::from_field_date(
-                    f.timestamp,
-                    DateTime::from_timestamp_secs(secs),
-                )),
-                None => Bound::Unbounded,
-            };
-            out.push(Box::new(RangeQuery::new(
-                bound(filters.since),
-                bound(filters.until),
-            )));
-        }
-        if let Some(file) = &filters.file {
-            out.push(self.file_query(file));
-        }
-        out
-    }
-
-    /// A file filter: the path's parts as a phrase in `files`, so a suffix matches.
-    fn file_query(&self, path: &str) -> Box<dyn Query> {
-        let mut analyzer = self.analyzer.clone();
-        let mut stream = analyzer.token_stream(path);
-        let mut parts: Vec<(usize, Term)> = Vec::new();
-        while let Some(token) = stream.next() {
-            if token.position_length == 1 && parts.last().is_none_or(|(p, _)| *p < token.position) {
-                parts.push((
-                    token.position,
-                    Term::from_field_text(self.fields.files, &token.text),
-                ));
-            }
-        }
-        match parts.len() {
-            0 => Box::new(EmptyQuery),
-            1 => Box::new(TermQuery::new(parts.remove(0).1, IndexRecordOption::Basic)),
-            _ => {
-                let first = parts[0].0;
-                let parts = parts.into_iter().map(|(p, t)| (p - first, t)).collect();
-                Box::new(PhraseQuery::new_with_offset(parts))
-            }
-        }
     }
 
     fn id_of(&self, address: DocAddress) -> Result<String> {
@@ -1305,11 +1255,7 @@ impl SearchEngine {
             ));
         }
         let mut reasons = Vec::new();
-        for (flag, single) in filters
-            .describe()
-            .into_iter()
-            .zip(self.single_filters(filters))
-        {
+        for (flag, single) in filters.each_alone() {
             let passing = self.count(&*self.filtered(text_query, &single))?;
             reasons.push(format!("{flag} keeps {passing}"));
         }
@@ -1337,49 +1283,6 @@ impl SearchEngine {
                 None => 0,
             },
         )
-    }
-
-    /// Each filter on its own, in the order of [`Filters::describe`].
-    fn single_filters(&self, filters: &Filters) -> Vec<Filters> {
-        let none = Filters::default();
-        let mut out = Vec::new();
-        if filters.namespace.is_some() {
-            out.push(Filters {
-                namespace: filters.namespace.clone(),
-                ..none.clone()
-            });
-        }
-        if filters.session.is_some() {
-            out.push(Filters {
-                session: filters.session.clone(),
-                ..none.clone()
-            });
-        }
-        if filters.kind.is_some() {
-            out.push(Filters {
-                kind: filters.kind,
-                ..none.clone()
-            });
-        }
-        if filters.since.is_some() {
-            out.push(Filters {
-                since: filters.since,
-                ..none.clone()
-            });
-        }
-        if filters.until.is_some() {
-            out.push(Filters {
-                until: filters.until,
-                ..none.clone()
-            });
-        }
-        if filters.file.is_some() {
-            out.push(Filters {
-                file: filters.file.clone(),
-                ..none
-            });
-        }
-        out
     }
 }
 

@@ -41,6 +41,41 @@ pub fn session_messages(
     Ok(messages.into_iter().map(|(_, r)| r).collect())
 }
 
+/// The project the records of `session` belong to: that of the first live
+/// record of the session that names one (read from the fast column, no
+/// stored document decoded); `None` when none does.
+pub fn session_project(
+    searcher: &Searcher,
+    fields: &IndexFields,
+    session: &str,
+) -> Result<Option<String>> {
+    let query = BooleanQuery::new(vec![
+        (Occur::Must, term_query(fields.session, session)),
+        (
+            Occur::MustNot,
+            term_query(fields.project, crate::index::NO_PROJECT),
+        ),
+    ]);
+    let docs = searcher.search(
+        &query,
+        &tantivy::collector::TopDocs::with_limit(1).order_by_score(),
+    )?;
+    let Some((_, address)) = docs.first() else {
+        return Ok(None);
+    };
+    let segment = searcher.segment_reader(address.segment_ord);
+    let Some(column) = segment.fast_fields().str("project")? else {
+        return Ok(None);
+    };
+    let mut project = String::new();
+    if let Some(ord) = column.term_ords(address.doc_id).next() {
+        column
+            .ord_to_str(ord, &mut project)
+            .map_err(|e| crate::Error::io("text index", e))?;
+    }
+    Ok((!project.is_empty()).then_some(project))
+}
+
 /// Every record of one namespace, in no particular order.
 pub fn namespace_records(
     searcher: &Searcher,
@@ -55,6 +90,103 @@ fn term_query(field: tantivy::schema::Field, text: &str) -> Box<dyn Query> {
         Term::from_field_text(field, text),
         IndexRecordOption::Basic,
     ))
+}
+
+/// One session as a list of sessions shows it: read from the fast columns,
+/// no stored document decoded.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SessionSpan {
+    /// The session id.
+    pub session_id: String,
+    /// Live records of the session.
+    pub records: u64,
+    /// Unix seconds of its oldest record time, if any has one.
+    pub first: Option<i64>,
+    /// Unix seconds of its newest record time, if any has one.
+    pub last: Option<i64>,
+}
+
+/// The sessions with records in `project` (`None`: in any project, sessions
+/// of no project included), newest first (by their newest record; sessions
+/// without times last, by id).
+pub fn project_sessions(
+    searcher: &Searcher,
+    fields: &IndexFields,
+    project: Option<&str>,
+) -> Result<Vec<SessionSpan>> {
+    let query: Box<dyn Query> = match project {
+        Some(project) => term_query(fields.project, project),
+        None => Box::new(tantivy::query::AllQuery),
+    };
+    let addresses = searcher.search(&*query, &DocSetCollector)?;
+    let mut spans: std::collections::HashMap<String, SessionSpan> = Default::default();
+    let mut by_segment: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+    for address in addresses {
+        by_segment
+            .entry(address.segment_ord)
+            .or_default()
+            .push(address.doc_id);
+    }
+    let mut name = String::new();
+    for (ord, docs) in by_segment {
+        let segment = searcher.segment_reader(ord);
+        let fast = segment.fast_fields();
+        let Some(sessions) = fast.str("session")? else {
+            continue;
+        };
+        let times = fast.date("timestamp")?;
+        for doc in docs {
+            let Some(session_ord) = sessions.term_ords(doc).next() else {
+                continue;
+            };
+            name.clear();
+            sessions
+                .ord_to_str(session_ord, &mut name)
+                .map_err(|e| crate::Error::io("text index", e))?;
+            let span = spans.entry(name.clone()).or_insert_with(|| SessionSpan {
+                session_id: name.clone(),
+                records: 0,
+                first: None,
+                last: None,
+            });
+            span.records += 1;
+            if let Some(time) = times.first(doc).map(|t| t.into_timestamp_secs()) {
+                span.first = Some(span.first.map_or(time, |f| f.min(time)));
+                span.last = Some(span.last.map_or(time, |l| l.max(time)));
+            }
+        }
+    }
+    let mut list: Vec<SessionSpan> = spans.into_values().collect();
+    list.sort_by(|a, b| {
+        b.last
+            .cmp(&a.last)
+            .then_with(|| a.session_id.cmp(&b.session_id))
+    });
+    Ok(list)
+}
+
+/// The records of `session` of the given kinds, in turn order (records
+/// without a turn last).
+pub fn session_records(
+    searcher: &Searcher,
+    fields: &IndexFields,
+    session: &str,
+    kinds: &[Kind],
+) -> Result<Vec<Record>> {
+    let kinds: Vec<(Occur, Box<dyn Query>)> = kinds
+        .iter()
+        .map(|k| (Occur::Should, term_query(fields.kind, k.as_str())))
+        .collect();
+    let query = BooleanQuery::new(vec![
+        (Occur::Must, term_query(fields.session, session)),
+        (Occur::Must, Box::new(BooleanQuery::new(kinds))),
+    ]);
+    let mut records = matching_records(searcher, fields, &query)?;
+    records.sort_by(|a, b| {
+        let turn = |r: &Record| r.fields.start_turn.unwrap_or(u64::MAX);
+        turn(a).cmp(&turn(b)).then_with(|| a.id.cmp(&b.id))
+    });
+    Ok(records)
 }
 
 /// The live records matching `query`, read from their stored JSON.

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 
 /// The on-disk format this build reads and writes. Bump it when the schema or
 /// layout changes incompatibly.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The store's settings, as in `config.toml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -302,6 +302,34 @@ impl Config {
             message: e.to_string(),
         })?;
         write_durably(path, text.as_bytes())
+    }
+}
+
+/// One table of a store's `config.toml` that belongs to a room above the
+/// store (`[hooks]`, `[recall]`), read on its own: its defaults when the file
+/// or the table is missing; an error naming the file and table when it does
+/// not parse.
+pub fn read_section<T: serde::de::DeserializeOwned + Default>(
+    store_root: &Path,
+    table: &str,
+) -> Result<T> {
+    let path = store_root.join("config.toml");
+    let text = match fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(T::default()),
+        Err(e) => return Err(Error::io(&path, e)),
+    };
+    let config_error = |message: String| Error::Config {
+        path: path.clone(),
+        message,
+    };
+    let value: toml::Table = toml::from_str(&text).map_err(|e| config_error(e.to_string()))?;
+    match value.get(table) {
+        None => Ok(T::default()),
+        Some(section) => section
+            .clone()
+            .try_into()
+            .map_err(|e| config_error(format!("[{table}]: {e}"))),
     }
 }
 

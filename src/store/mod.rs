@@ -24,10 +24,11 @@ pub mod rescue;
 mod rules;
 pub mod scope;
 pub mod tier;
+pub mod tombstones;
 pub mod verify;
 
 use std::collections::HashMap;
-use std::fs;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -102,6 +103,14 @@ pub struct AddReport {
     pub without_vector: usize,
     /// Ids given more than once in one batch; the last version was kept.
     pub duplicate_ids: Vec<String>,
+    /// Records left out because they were forgotten (`knowledge-db forget`
+    /// left a tombstone for their id or session).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub forgotten: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl AddReport {
@@ -115,6 +124,7 @@ impl AddReport {
         self.without_vector += other.without_vector;
         self.duplicate_ids
             .extend(other.duplicate_ids.iter().cloned());
+        self.forgotten += other.forgotten;
     }
 }
 
@@ -193,7 +203,8 @@ impl Store {
             });
         }
         let text = root.join("text");
-        fs::create_dir_all(&text).map_err(|e| Error::io(&text, e))?;
+        crate::files::create_private_dir(&text)?;
+        crate::files::make_private(root)?;
         let index = Index::create_in_dir(&text, IndexFields::schema())?;
         rules::write(root, crate::embed::text::RECIPE)?;
         // config.toml is written last: its presence marks a complete store.
@@ -270,6 +281,9 @@ impl Store {
 
     fn writer(&self, timeout: Duration) -> Result<(WriterLock, IndexWriter)> {
         let lock = WriterLock::acquire(&self.root.join("LOCK"), timeout)?;
+        // A store an older release made, or made under a loose umask, is
+        // owner-only from its next write on.
+        crate::files::make_private(&self.root)?;
         self.finish_interrupted(&lock)?;
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
         let writer = clean_writer(&self.index, threads, WRITER_HEAP_BYTES)?;
@@ -330,12 +344,22 @@ impl Store {
         };
         limits::check_record_sizes(&records, self.config.limits.max_record_bytes)?;
         scope::check_records(&records, self.scope())?;
-        let (records, duplicate_ids) = last_version_per_id(records);
+        let (mut records, duplicate_ids) = last_version_per_id(records);
         let mut report = AddReport {
             duplicate_ids,
             ..AddReport::default()
         };
+        let stones = tombstones::Tombstones::load(&self.root)?;
+        if !stones.is_empty() {
+            let before = records.len();
+            records.retain(|r| !stones.buries(r));
+            report.forgotten = before - records.len();
+            for record in &mut records {
+                stones.strip_buried_context(record);
+            }
+        }
         let snapshot = self.reader()?.searcher();
+        inherit_projects(&snapshot, &self.fields, &mut records)?;
         let changed = self.changed_records(&snapshot, records, &mut report)?;
         phases.prepare_seconds = lap();
         let vectors =
@@ -689,6 +713,48 @@ impl Store {
             vector_text_rules: self.embedding_rules(),
         })
     }
+}
+
+/// Gives a record of a session that names no project the project of the
+/// session's other records (in this batch, else in the store): a segment an
+/// agent writes about its session belongs where the session's messages do.
+/// The project is written into the record's JSON (`project`), so it comes
+/// back with `get` and `export`.
+fn inherit_projects(
+    searcher: &Searcher,
+    fields: &IndexFields,
+    records: &mut [Record],
+) -> Result<()> {
+    let mut known: HashMap<String, Option<String>> = HashMap::new();
+    for record in records.iter() {
+        if let (Some(session), Some(project)) = (&record.fields.session_id, &record.fields.project)
+        {
+            known
+                .entry(session.clone())
+                .or_insert_with(|| Some(project.clone()));
+        }
+    }
+    for record in records.iter_mut() {
+        if record.fields.project.is_some() {
+            continue;
+        }
+        let Some(session) = record.fields.session_id.clone() else {
+            continue;
+        };
+        let project = match known.get(&session) {
+            Some(project) => project.clone(),
+            None => {
+                let found = browse::session_project(searcher, fields, &session)?;
+                known.insert(session, found.clone());
+                found
+            }
+        };
+        if let (Some(project), Some(object)) = (project, record.source.as_object_mut()) {
+            object.insert("project".into(), serde_json::Value::String(project.clone()));
+            record.fields.project = Some(project);
+        }
+    }
+    Ok(())
 }
 
 /// Keeps the last record given for each id, in first-seen order.

@@ -156,6 +156,17 @@ impl Store {
         self.commit(writer, true)
     }
 
+    /// Rewrites the segments that hold deleted records without them and
+    /// removes the old files, so a deleted record's text leaves the disk
+    /// (`forget`); then brings the vector files up to date. Returns how many
+    /// segments were rewritten. The caller holds the writer lock.
+    pub fn purge_deleted_locked(&self, _lock: &WriterLock) -> Result<usize> {
+        let rewritten = crate::index::lookup::purge_deleted(&self.index, super::WRITER_HEAP_BYTES)?;
+        let searcher = self.reader()?.searcher();
+        self.sync_vectors(&searcher)?;
+        Ok(rewritten)
+    }
+
     /// Writes records into L2 (replacing any with the same id) in one commit,
     /// each with the vector given; the caller holds the writer lock.
     pub fn put_locked(&self, _lock: &WriterLock, records: &[(Record, VectorField)]) -> Result<()> {

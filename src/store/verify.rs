@@ -72,6 +72,7 @@ fn text_checksums(store: &Store) -> Result<Check> {
     let mut names: Vec<String> = damaged.iter().map(|p| p.display().to_string()).collect();
     names.sort();
     Ok(Check {
+        warning: false,
         name: "text index checksums",
         ok: names.is_empty(),
         detail: if names.is_empty() {
@@ -175,6 +176,7 @@ fn records_and_embeddings(
         parts.join("; ")
     };
     Ok(Check {
+        warning: false,
         name: "records",
         ok,
         detail,

@@ -180,6 +180,7 @@ fn check(name: &'static str, problems: &[String], fine: String) -> Check {
         detail.push_str(&format!("; … and {} more", problems.len() - 5));
     }
     Check {
+        warning: false,
         name,
         ok: problems.is_empty(),
         detail: if problems.is_empty() { fine } else { detail },

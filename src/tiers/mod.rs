@@ -21,8 +21,10 @@
 //! operations and the journal).
 
 mod checks;
+pub mod forget;
 pub mod ops;
 pub mod policy;
+pub mod upgrade;
 pub mod verify;
 
 use std::path::{Path, PathBuf};
@@ -70,9 +72,25 @@ impl Store {
         Store::init_guarded(root, &TIERS)
     }
 
-    /// Opens an existing store, checking its format version.
+    /// Opens an existing store, checking its format version. A store of an
+    /// earlier format this build can upgrade is upgraded first (see
+    /// [`upgrade`]), once, under the writer lock.
     pub fn open(root: &Path) -> Result<Store> {
-        Store::open_guarded(root, &TIERS)
+        match Store::open_guarded(root, &TIERS) {
+            Err(crate::Error::FormatVersion { found, .. })
+                if (upgrade::OLDEST_UPGRADABLE..crate::store::FORMAT_VERSION).contains(&found) =>
+            {
+                let config = crate::store::Config::load(&root.join("config.toml"))?;
+                let timeout =
+                    std::time::Duration::from_secs_f64(config.limits.lock_timeout_secs.max(0.0));
+                upgrade::upgrade(root, timeout)?;
+                let store = Store::open_guarded(root, &TIERS)?;
+                // The vector files belonged to the old index's segments.
+                store.index_vectors(timeout)?;
+                Ok(store)
+            }
+            other => other,
+        }
     }
 }
 
@@ -121,6 +139,11 @@ pub struct Stats {
     pub by_tier: std::collections::BTreeMap<String, u64>,
     /// Records per namespace, over both tiers.
     pub by_namespace: std::collections::BTreeMap<String, u64>,
+    /// Records per project, over both tiers (`""` for records of no project).
+    pub by_project: std::collections::BTreeMap<String, u64>,
+    /// Records per origin, over both tiers (`local` for the store's own;
+    /// else the machine or user a record was pulled from).
+    pub by_origin: std::collections::BTreeMap<String, u64>,
     /// Bytes of L2's text index folder (`text/`).
     pub text_index_bytes: u64,
     /// Segments of L2's text index.
@@ -166,8 +189,8 @@ pub fn namespace_stats(store: &Store, namespace: &str) -> Result<Stats> {
     Ok(stats)
 }
 
-/// Record counts by kind, tier and namespace over both tiers, and sizes on
-/// disk.
+/// Record counts by kind, tier, namespace, project and origin over both
+/// tiers, and sizes on disk.
 pub fn stats(store: &Store) -> Result<Stats> {
     let l2 = store.l2_stats()?;
     let l2_tier = TierStats {
@@ -190,6 +213,8 @@ pub fn stats(store: &Store) -> Result<Stats> {
         by_kind: all.by_kind,
         by_tier: all.by_tier,
         by_namespace: all.by_namespace,
+        by_project: all.by_project,
+        by_origin: all.by_origin,
         text_index_bytes: l2.text_index_bytes,
         segments: l2.segments,
         oldest: all.oldest.map(format_time),

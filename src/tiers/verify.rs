@@ -73,6 +73,7 @@ pub fn verify_root(root: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<Ve
         records: 0,
         ok: false,
         checks: vec![Check {
+            warning: false,
             name: "text index",
             ok: false,
             detail: format!(
@@ -121,6 +122,7 @@ pub fn verify(store: &Store, progress: &mut dyn FnMut(u64, u64)) -> Result<Verif
     let mut checks = l2_checks(store, &searcher, progress)?;
     let (archive_checks, pending) = super::checks::checks(store, &searcher)?;
     checks.extend(archive_checks);
+    checks.push(file_modes(store.root()));
     Ok(VerifyReport {
         store: store.root().to_path_buf(),
         records: searcher.num_docs(),
@@ -128,6 +130,35 @@ pub fn verify(store: &Store, progress: &mut dyn FnMut(u64, u64)) -> Result<Verif
         checks,
         pending,
     })
+}
+
+/// Whether the store is readable by its owner only: a warning (the store is
+/// sound; the next write tightens it) naming the loose paths.
+pub fn file_modes(root: &Path) -> Check {
+    let (listed, total) = crate::files::loose_paths(root);
+    let detail = if total == 0 {
+        "the store and every file in it are readable by their owner only".to_string()
+    } else {
+        format!(
+            "{total} path{} readable or writable by other users (e.g. {}); the next write \
+             to the store makes them owner-only, or run `chmod -R go-rwx {}`",
+            if total == 1 { " is" } else { "s are" },
+            listed
+                .iter()
+                .take(3)
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            root.display()
+        )
+    };
+    Check {
+        name: "file modes",
+        ok: true,
+        warning: total > 0,
+        detail,
+        rebuildable: Vec::new(),
+    }
 }
 
 /// Rebuilds every damaged derived file and verifies again.

@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::{
-    read_bytes, read_bytes_within, read_slice, Block, Format, Message, ReadFrom, Role, Skipped,
-    Transcript, TurnAnchor,
+    read_bytes, read_bytes_within, read_slice, Block, Format, Limit, Message, ReadFrom, Role,
+    Skipped, Transcript, TurnAnchor,
 };
 use crate::embed::Embedder;
 use crate::error::{Error, Origin, Result};
@@ -111,6 +111,12 @@ pub fn message_record(
             map.insert(key.to_string(), value);
         }
     };
+    if let Some(cwd) = transcript.cwd.as_deref() {
+        put(
+            "project",
+            json!(crate::record::project::project_of(Path::new(cwd))),
+        );
+    }
     put("timestamp", json!(message.timestamp));
     put("uuid", json!(message.uuid));
     put("parent_uuid", json!(message.parent_uuid));
@@ -262,8 +268,28 @@ pub struct IngestState {
     /// Where the next read starts: the first line of the last message read (it may
     /// still grow: more lines of the same API response).
     pub resume_offset: u64,
-    /// xxh3 of the bytes before `resume_offset`; a mismatch means the file was rewritten.
+    /// xxh3 of all the bytes before `resume_offset`, as states written before
+    /// `tail_hash` check it (0 in newer states).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub prefix_hash: u64,
+    /// xxh3 of the up to 256 bytes before `resume_offset`: when they are
+    /// unchanged the file only grew, and only what follows is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail_hash: Option<u64>,
+    /// Line breaks before `resume_offset`: line numbers continue from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lines_before: Option<u64>,
+    /// Non-empty lines before `resume_offset` (how complete a copy of its
+    /// session the file is, see [`FileRank`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filled_lines_before: Option<u64>,
+    /// The last `timestamp` before `resume_offset`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_timestamp: Option<String>,
+    /// The session's working directory, read before `resume_offset` (an
+    /// OpenClaw header is not read again on resume): its messages' project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
     /// User prompts before `resume_offset`, so turn indices continue.
     pub prompts_before: u64,
     /// The transcript's session id (an OpenClaw header is not read again on resume).
@@ -361,12 +387,34 @@ impl FileRank {
 
     /// The rank of a file whose (decompressed) bytes are `bytes`.
     pub fn of_bytes(path: &str, bytes: &[u8]) -> FileRank {
-        let lines = bytes
-            .split(|&b| b == b'\n')
-            .filter(|l| !l.trim_ascii().is_empty())
-            .count() as u64;
-        FileRank(Some((lines, last_timestamp(bytes), path.to_string())))
+        FileRank(Some((
+            filled_lines(bytes),
+            last_timestamp(bytes),
+            path.to_string(),
+        )))
     }
+
+    /// The rank of a file read from `part.base` on, knowing what was before.
+    fn of_part(path: &str, part: &Part) -> FileRank {
+        let timestamp = Some(last_timestamp(&part.bytes))
+            .filter(|t| !t.is_empty())
+            .or_else(|| part.before.last_timestamp.clone())
+            .unwrap_or_default();
+        let lines = part.before.filled_lines + filled_lines(&part.bytes);
+        FileRank(Some((lines, timestamp, path.to_string())))
+    }
+}
+
+/// Non-empty lines of `bytes`.
+fn filled_lines(bytes: &[u8]) -> u64 {
+    bytes
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.trim_ascii().is_empty())
+        .count() as u64
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The `timestamp` of the last line that has one ("" when none does).
@@ -460,23 +508,21 @@ pub fn ingest(
     let mut parents = ParentSessions::default();
     for (i, path) in files.iter().enumerate() {
         progress(i, files.len());
-        let bytes = match store {
-            Some(store) => read_bytes_within(path, store.config().limits.file_limit())?,
-            None => read_bytes(path)?,
-        };
-        let (from, earlier) = match store {
-            Some(store) if !options.full => resume_point(store, path, &bytes),
-            _ => (ReadFrom::default(), None),
+        let saved = match store {
+            Some(store) if !options.full => saved_state(store, path),
+            _ => None,
         };
         let t = Instant::now();
-        let mut transcript = read_slice(path, &bytes, options.format, from)?;
+        let limit = store.map_or(super::DEFAULT_LIMIT, |s| s.config().limits.file_limit());
+        let (part, mut transcript) = read_new_part(path, saved, options.format, limit)?;
         parse_time += t.elapsed();
+        let earlier = part.earlier.clone();
         if transcript.is_subagent() {
             let anchors = parents.anchors(store, &transcript)?;
             transcript.align_subagent_turns(&anchors);
         }
         if store.is_some() && !options.dry_run {
-            let rank = FileRank::of_bytes(&path.display().to_string(), &bytes);
+            let rank = FileRank::of_part(&path.display().to_string(), &part);
             records.extend(
                 transcript_records(
                     &transcript,
@@ -488,7 +534,7 @@ pub fn ingest(
                 .into_iter()
                 .map(|r| (rank.clone(), r)),
             );
-            states.push(next_state(&transcript, &bytes, earlier));
+            states.push(next_state(&transcript, &part)?);
         }
         report.add_file(&transcript);
     }
@@ -580,24 +626,228 @@ impl IngestReport {
     }
 }
 
+/// After `forget`: removes the read positions of the transcripts of
+/// `sessions` (the next ingest reads them whole, and tombstones keep their
+/// records out), and drops the last prompt a position keeps when that prompt
+/// was forgotten (it holds the prompt's text). Best effort.
+pub fn forget_read_positions(
+    store: &Store,
+    sessions: &[String],
+    gone: &std::collections::HashSet<String>,
+) {
+    let Ok(entries) = std::fs::read_dir(store.root().join("ingest")) else {
+        return;
+    };
+    for entry in entries.filter_map(|e| e.ok()) {
+        let path = entry.path();
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        let Ok(mut state) = serde_json::from_slice::<IngestState>(&bytes) else {
+            continue;
+        };
+        if sessions.contains(&state.session_id) {
+            let _ = std::fs::remove_file(&path);
+        } else if state
+            .last_prompt
+            .as_ref()
+            .is_some_and(|p| gone.contains(&p.id))
+        {
+            state.last_prompt = None;
+            if let Ok(text) = serde_json::to_vec_pretty(&state) {
+                let _ = crate::files::replace(&path, &text, crate::files::Durability::Durable);
+            }
+        }
+    }
+}
+
+/// Forgets how far `path` was read (the next ingest reads it whole).
+pub fn forget_read_position(store: &Store, path: &Path) {
+    let _ = std::fs::remove_file(state_path(store, path));
+}
+
 fn state_path(store: &Store, path: &Path) -> PathBuf {
     let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let key = xxhash_rust::xxh3::xxh3_64(canonical.to_string_lossy().as_bytes());
     store.root().join("ingest").join(format!("{key:016x}.json"))
 }
 
-/// Where to resume reading `path`, given its current bytes, and the latest
-/// prompt before that point: the saved position if the bytes before it are
-/// unchanged, else the start.
-fn resume_point(store: &Store, path: &Path, bytes: &[u8]) -> (ReadFrom, Option<LastPrompt>) {
-    let Ok(text) = std::fs::read(state_path(store, path)) else {
-        return (ReadFrom::default(), None);
+/// The saved read position of `path`, if any and readable.
+fn saved_state(store: &Store, path: &Path) -> Option<IngestState> {
+    let text = std::fs::read(state_path(store, path)).ok()?;
+    serde_json::from_slice::<IngestState>(&text).ok()
+}
+
+/// What was before the bytes a read covers.
+#[derive(Debug, Clone, Default)]
+struct Before {
+    /// Line breaks before the part.
+    lines: u64,
+    /// Non-empty lines before the part.
+    filled_lines: u64,
+    /// The last `timestamp` before the part.
+    last_timestamp: Option<String>,
+}
+
+/// The bytes one ingest read of a file covers: from `base` (the saved
+/// position of a file that only grew, else 0) to the end.
+struct Part {
+    /// The file's (decompressed) bytes from `base` on.
+    bytes: Vec<u8>,
+    /// Their offset in the file.
+    base: u64,
+    /// What was before them.
+    before: Before,
+    /// The latest prompt before the first message read (see [`LastPrompt`]).
+    earlier: Option<LastPrompt>,
+}
+
+/// Bytes before a resume offset whose hash tells whether a file only grew.
+const TAIL_BYTES: u64 = 256;
+
+/// Reads what is new in `path` since `saved`: for a plain file that only
+/// grew (the [`TAIL_BYTES`] before the saved offset unchanged), just the
+/// bytes from that offset, so a hook that runs every turn reads a turn, not
+/// the session; otherwise the whole file (compressed, rewritten, or saved by
+/// an older release), resuming at the saved offset when the bytes before it
+/// are unchanged.
+fn read_new_part(
+    path: &Path,
+    saved: Option<IngestState>,
+    format: Option<Format>,
+    limit: Limit,
+) -> Result<(Part, Transcript)> {
+    let (part, mut transcript) = read_part(path, saved.clone(), format, limit)?;
+    // Resumed after a header that named the working directory.
+    if transcript.cwd.is_none() && transcript.start_offset > 0 {
+        transcript.cwd = saved.and_then(|s| s.cwd);
+    }
+    Ok((part, transcript))
+}
+
+fn read_part(
+    path: &Path,
+    saved: Option<IngestState>,
+    format: Option<Format>,
+    limit: Limit,
+) -> Result<(Part, Transcript)> {
+    if let Some(state) = &saved {
+        if let Some(part) = grown_part(path, state, limit)? {
+            let from = ReadFrom {
+                offset: 0,
+                prompts_before: state.prompts_before,
+                session_id: Some(state.session_id.clone()),
+            };
+            let mut transcript = read_slice(path, &part.bytes, Some(state.format), from)?;
+            shift(&mut transcript, part.base, part.before.lines);
+            return Ok((part, transcript));
+        }
+    }
+    let bytes = read_bytes_within(path, limit)?;
+    let (from, earlier) = match saved {
+        Some(state) => resume_point(state, &bytes),
+        None => (ReadFrom::default(), None),
     };
-    let Ok(state) = serde_json::from_slice::<IngestState>(&text) else {
-        return (ReadFrom::default(), None);
+    let transcript = read_slice(path, &bytes, format, from)?;
+    let part = Part {
+        bytes,
+        base: 0,
+        before: Before::default(),
+        earlier,
     };
+    Ok((part, transcript))
+}
+
+/// The bytes a plain file gained since `state` was saved, or `None` when
+/// it must be read whole (compressed, shorter, rewritten before the offset,
+/// or a state without the tail hash).
+fn grown_part(path: &Path, state: &IngestState, limit: Limit) -> Result<Option<Part>> {
+    let (Some(tail_hash), Some(lines), Some(filled_lines)) = (
+        state.tail_hash,
+        state.lines_before,
+        state.filled_lines_before,
+    ) else {
+        return Ok(None);
+    };
+    // A FIFO or a device is refused before it is opened for reading.
+    let (mut file, len) = crate::bounded::open_regular(path)?;
+    let offset = state.resume_offset;
+    if len < offset || is_gzip(&mut file, path)? {
+        return Ok(None);
+    }
+    if len - offset > limit.bytes {
+        return Err(limit.exceeded(
+            path,
+            format!(
+                "the part added since the last read is {}",
+                crate::bounded::human_bytes(len - offset)
+            ),
+        ));
+    }
+    let start = offset.saturating_sub(TAIL_BYTES);
+    let mut window = read_range(&mut file, path, start, offset - start)?;
+    if xxhash_rust::xxh3::xxh3_64(&window) != tail_hash {
+        return Ok(None);
+    }
+    window.clear();
+    let bytes = read_range(&mut file, path, offset, len - offset)?;
+    Ok(Some(Part {
+        bytes,
+        base: offset,
+        before: Before {
+            lines,
+            filled_lines,
+            last_timestamp: state.last_timestamp.clone(),
+        },
+        earlier: state.last_prompt.clone(),
+    }))
+}
+
+/// Whether the file starts with gzip's magic number.
+fn is_gzip(file: &mut std::fs::File, path: &Path) -> Result<bool> {
+    Ok(read_range(file, path, 0, 2)? == [0x1f, 0x8b])
+}
+
+/// Up to `len` bytes of `file` from `start` (fewer at its end).
+fn read_range(file: &mut std::fs::File, path: &Path, start: u64, len: u64) -> Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    file.seek(SeekFrom::Start(start))
+        .map_err(|e| Error::io(path, e))?;
+    let mut out = Vec::new();
+    file.take(len)
+        .read_to_end(&mut out)
+        .map_err(|e| Error::io(path, e))?;
+    Ok(out)
+}
+
+/// Makes a transcript read from bytes that started at `base` (line `lines`
+/// of the file) speak in the file's offsets and line numbers.
+fn shift(transcript: &mut Transcript, base: u64, lines: u64) {
+    for message in &mut transcript.messages {
+        message.byte_offset += base;
+        message.line += lines as usize;
+    }
+    transcript.start_offset += base;
+    transcript.end_offset += base;
+    transcript.total_bytes += base;
+}
+
+/// Where to resume reading a file whose whole bytes are `bytes`, given its
+/// saved state, and the latest prompt before that point: the saved position
+/// if the bytes before it are unchanged, else the start.
+fn resume_point(state: IngestState, bytes: &[u8]) -> (ReadFrom, Option<LastPrompt>) {
     let offset = state.resume_offset as usize;
-    if offset > bytes.len() || xxhash_rust::xxh3::xxh3_64(&bytes[..offset]) != state.prefix_hash {
+    if offset > bytes.len() {
+        return (ReadFrom::default(), None);
+    }
+    let unchanged = match state.tail_hash {
+        Some(hash) => {
+            xxhash_rust::xxh3::xxh3_64(&bytes[offset.saturating_sub(TAIL_BYTES as usize)..offset])
+                == hash
+        }
+        None => xxhash_rust::xxh3::xxh3_64(&bytes[..offset]) == state.prefix_hash,
+    };
+    if !unchanged {
         return (ReadFrom::default(), None);
     }
     let from = ReadFrom {
@@ -608,14 +858,16 @@ fn resume_point(store: &Store, path: &Path, bytes: &[u8]) -> (ReadFrom, Option<L
     (from, state.last_prompt)
 }
 
-fn next_state(t: &Transcript, bytes: &[u8], earlier: Option<LastPrompt>) -> IngestState {
-    // The next read starts at the last message (it may still grow), or before an
-    // unterminated last line; the prompts before that point are counted so turn
-    // indices continue exactly where a whole read would have them.
+/// The state to save after reading `part` into `t`: the next read starts at
+/// the last message (it may still grow), or before an unterminated last line;
+/// the prompts before that point are counted so turn indices continue
+/// exactly where a whole read would have them.
+fn next_state(t: &Transcript, part: &Part) -> Result<IngestState> {
     let resume = t
         .messages
         .last()
-        .map_or(t.end_offset, |last| last.byte_offset.min(t.end_offset));
+        .map_or(t.end_offset, |last| last.byte_offset.min(t.end_offset))
+        .max(part.base);
     let before = t
         .messages
         .iter()
@@ -627,18 +879,38 @@ fn next_state(t: &Transcript, bytes: &[u8], earlier: Option<LastPrompt>) -> Inge
         .iter()
         .rfind(|m| m.byte_offset < resume && m.is_prompt())
         .map(|m| LastPrompt::of(t, m))
-        .or(earlier);
-    let resume = resume.min(bytes.len() as u64);
-    IngestState {
+        .or_else(|| part.earlier.clone());
+    let end = (part.base + part.bytes.len() as u64).min(resume.max(part.base));
+    let read = &part.bytes[..(end - part.base) as usize];
+    let tail_start = end.saturating_sub(TAIL_BYTES);
+    let tail_hash = if tail_start >= part.base {
+        xxhash_rust::xxh3::xxh3_64(&read[(tail_start - part.base) as usize..])
+    } else {
+        // The window reaches before this read: take it from the file.
+        let mut file = std::fs::File::open(&t.path).map_err(|e| Error::io(&t.path, e))?;
+        xxhash_rust::xxh3::xxh3_64(&read_range(
+            &mut file,
+            &t.path,
+            tail_start,
+            end - tail_start,
+        )?)
+    };
+    let timestamp = Some(last_timestamp(read)).filter(|s| !s.is_empty());
+    Ok(IngestState {
         path: t.path.clone(),
         format: t.format,
-        size: bytes.len() as u64,
-        resume_offset: resume,
-        prefix_hash: xxhash_rust::xxh3::xxh3_64(&bytes[..resume as usize]),
+        size: part.base + part.bytes.len() as u64,
+        resume_offset: end,
+        prefix_hash: 0,
+        tail_hash: Some(tail_hash),
+        lines_before: Some(part.before.lines + read.iter().filter(|&&b| b == b'\n').count() as u64),
+        filled_lines_before: Some(part.before.filled_lines + filled_lines(read)),
+        last_timestamp: timestamp.or_else(|| part.before.last_timestamp.clone()),
         prompts_before: prompts,
         session_id: t.session_id.clone(),
         last_prompt,
-    }
+        cwd: t.cwd.clone(),
+    })
 }
 
 fn save_state(store: &Store, state: &IngestState) -> Result<()> {
@@ -779,33 +1051,41 @@ mod tests {
             .into_iter()
             .map(|(id, c, f)| (id, (c, f)))
             .collect();
-            let mut from = ReadFrom::default();
-            let mut earlier = None;
+            let dir = tempfile::tempdir().unwrap();
+            let file = dir.path().join("s.jsonl");
+            let mut saved: Option<IngestState> = None;
             let mut seen = std::collections::HashMap::new();
             let mut seen_contexts = std::collections::HashMap::new();
+            let mut seen_places = std::collections::HashMap::new();
             for end in ends {
-                let part = &bytes[..end];
-                if (from.offset as usize) > part.len() {
-                    continue;
-                }
-                let t = read_slice(path, part, Some(Format::ClaudeCode), from.clone()).unwrap();
+                // The file grows to `end` (a cut may fall inside a line).
+                std::fs::write(&file, &bytes[..end]).unwrap();
+                let (part, t) = read_new_part(
+                    &file,
+                    saved.clone(),
+                    Some(Format::ClaudeCode),
+                    super::super::DEFAULT_LIMIT,
+                )
+                .unwrap();
                 for m in &t.messages {
                     seen.insert(m.uuid.clone().unwrap(), m.turn_index);
+                    seen_places.insert(m.uuid.clone().unwrap(), (m.line, m.byte_offset));
                 }
                 let records =
-                    transcript_records(&t, "default", "2026-01-01T00:00:00Z", Via::Ingest, earlier.as_ref())
+                    transcript_records(&t, "default", "2026-01-01T00:00:00Z", Via::Ingest, part.earlier.as_ref())
                         .unwrap();
                 for (id, c, f) in context_of(records) {
                     seen_contexts.insert(id, (c, f));
                 }
-                let state = next_state(&t, part, earlier);
-                earlier = state.last_prompt.clone();
-                from = ReadFrom {
-                    offset: state.resume_offset,
-                    prompts_before: state.prompts_before,
-                    session_id: Some(state.session_id),
-                };
+                saved = Some(next_state(&t, &part).unwrap());
             }
+            let places: std::collections::HashMap<String, (usize, u64)> = whole
+                .messages
+                .iter()
+                .map(|m| (m.uuid.clone().unwrap(), (m.line, m.byte_offset)))
+                .collect();
+            // Read in pieces, each message keeps the line and offset of a whole read.
+            prop_assert_eq!(seen_places, places);
             // The last read of each message is the one stored: it matches a whole read.
             prop_assert_eq!(seen, turns);
             prop_assert_eq!(seen_contexts, contexts);

@@ -507,12 +507,14 @@ pub fn verify(
     rebuild_vectors.extend(orphans);
     Ok(vec![
         Check {
+            warning: false,
             name: "vector files",
             ok: vector_ok && rebuild_vectors.is_empty(),
             detail: vector_detail,
             rebuildable: rebuild_vectors,
         },
         Check {
+            warning: false,
             name: "vector graphs",
             ok: graph_ok,
             detail: graph_detail,

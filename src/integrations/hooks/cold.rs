@@ -263,6 +263,13 @@ pub fn find(state: &SessionState, settings: &HookSettings, namespace: &str) -> V
             .into_iter()
             .map(|s| segment_item(state, s, namespace)),
     );
+    // A summary belongs to its session's project, as its messages do.
+    if let Some(cwd) = &state.cwd {
+        let project = crate::record::project::project_of(std::path::Path::new(cwd));
+        for item in &mut items {
+            item.record["project"] = json!(project);
+        }
+    }
     items
 }
 

@@ -24,11 +24,14 @@
 //! call: it logs and exits 0); the queue is `{session}_pending.json` in
 //! `[hooks] queue_dir` (default `<store>/hooks/context_queue/`).
 
+pub mod brief;
+pub mod capture;
 pub mod cold;
 pub mod extract;
 pub mod preserve;
 pub mod queue;
 mod read;
+pub mod recall;
 pub mod reminder;
 pub mod session;
 pub mod terms;
@@ -84,6 +87,12 @@ pub struct HookSettings {
     /// stopped); a longer backlog is read over the next calls, and a single
     /// line longer than this is skipped.
     pub max_read_bytes: u64,
+    /// Store the session's messages as the transcript grows (Stop,
+    /// SessionEnd, PreCompact and the compression checks).
+    pub capture: bool,
+    /// Longest a capture waits for the store's writer lock, in seconds; a
+    /// busy store defers the capture to the next hook call.
+    pub capture_lock_wait_secs: f64,
 }
 
 impl Default for HookSettings {
@@ -99,34 +108,22 @@ impl Default for HookSettings {
             queue_dir: None,
             remind_after_turns: 20,
             max_read_bytes: 64 * 1024 * 1024,
+            capture: true,
+            capture_lock_wait_secs: 2.0,
         }
     }
 }
 
 impl HookSettings {
+    /// How long a capture waits for the store's writer lock.
+    pub fn lock_wait(&self) -> Duration {
+        Duration::from_secs_f64(self.capture_lock_wait_secs.clamp(0.0, 60.0))
+    }
+
     /// The `[hooks]` table of the store's `config.toml` (defaults when the file or
     /// the table is missing).
     pub fn from_store(root: &Path) -> Result<HookSettings> {
-        let path = root.join("config.toml");
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(HookSettings::default())
-            }
-            Err(e) => return Err(Error::io(&path, e)),
-        };
-        let config_error = |message: String| Error::Config {
-            path: path.clone(),
-            message,
-        };
-        let value: toml::Table = toml::from_str(&text).map_err(|e| config_error(e.to_string()))?;
-        match value.get("hooks") {
-            None => Ok(HookSettings::default()),
-            Some(hooks) => hooks
-                .clone()
-                .try_into()
-                .map_err(|e| config_error(format!("[hooks]: {e}"))),
-        }
+        crate::store::config::read_section(root, "hooks")
     }
 }
 
@@ -153,6 +150,12 @@ pub struct HookInput {
     /// PreCompact: `auto|manual`.
     #[serde(default)]
     pub trigger: Option<String>,
+    /// UserPromptSubmit: what the user typed.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// SessionEnd: why the session ended (`clear`, `logout`, `prompt_input_exit`, …).
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 impl HookInput {
@@ -302,6 +305,39 @@ pub fn escape_controls(text: &str) -> String {
     out
 }
 
+/// After `forget --session`: removes the hooks' files of the session (its
+/// state, preservation block, recall list, lock, deferred capture and
+/// compression queue), which hold text of its messages. Returns how many.
+pub fn forget_session_files(store_root: &Path, session_id: &str) -> usize {
+    let files = HookFiles::new(store_root);
+    let stem = HookFiles::stem(session_id);
+    let mut removed = 0;
+    let mut remove = |path: PathBuf| {
+        if std::fs::remove_file(&path).is_ok() {
+            removed += 1;
+        }
+    };
+    for suffix in [
+        ".json",
+        ".preserve.json",
+        ".recall.json",
+        ".lock",
+        ".queue.json",
+    ] {
+        remove(files.dir.join(format!("{stem}{suffix}")));
+    }
+    remove(
+        files
+            .dir
+            .join("capture-pending")
+            .join(format!("{stem}.json")),
+    );
+    if let Ok(settings) = HookSettings::from_store(store_root) {
+        remove(queue::queue_path(store_root, &settings, session_id));
+    }
+    removed
+}
+
 /// A JSON file, or `None` when it does not exist.
 pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
     match std::fs::read(path) {
@@ -394,6 +430,9 @@ pub struct PostToolUseReport {
     pub queue: PathBuf,
     /// What to tell the agent, if anything.
     pub message: Option<String>,
+    /// What capturing the transcript's new messages stored (at the checks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub captured: Option<crate::flows::capture::CaptureReport>,
     /// Wall-clock time the hook took, in seconds.
     pub seconds: f64,
 }
@@ -435,6 +474,7 @@ pub fn post_tool_use(
         reminded: false,
         queue: queue_path.clone(),
         message: None,
+        captured: None,
         seconds: 0.0,
     };
     let Some(_lock) = files.try_lock(&input.session_id)? else {
@@ -463,6 +503,18 @@ pub fn post_tool_use(
         report.stored = summary.written;
         report.unchanged = summary.unchanged;
         report.queued = summary.queued;
+        report.captured =
+            match capture::capture_session(store_root, input, settings, settings.lock_wait()) {
+                Ok(captured) => captured,
+                Err(e) => {
+                    files.log_line(
+                        "post-tool-use",
+                        Some(&input.session_id),
+                        &format!("capture: {e}"),
+                    );
+                    None
+                }
+            };
     } else {
         save_state(&files, &input.session_id, &state)?;
     }
@@ -682,6 +734,9 @@ pub struct PreCompactReport {
     /// Where the block was saved (`<session>.preserve.json`); always set in a
     /// returned report.
     pub saved: Option<PathBuf>,
+    /// What capturing the transcript's new messages stored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub captured: Option<crate::flows::capture::CaptureReport>,
     /// Wall-clock time the hook took, in seconds.
     pub seconds: f64,
 }
@@ -702,6 +757,7 @@ pub fn pre_compact(
         cold_items: 0,
         block_chars: 0,
         saved: None,
+        captured: None,
         seconds: 0.0,
     };
     // A post-tool-use hook may be finishing: wait a little for it.
@@ -722,6 +778,20 @@ pub fn pre_compact(
         ),
     }
     save_queue(&files, &queue, &queue_path)?;
+    // Everything the compaction is about to drop from the context is stored
+    // first; a busy store defers it to the next hook call.
+    report.captured =
+        match capture::capture_session(store_root, input, settings, settings.lock_wait()) {
+            Ok(captured) => captured,
+            Err(e) => {
+                files.log_line(
+                    "pre-compact",
+                    Some(&input.session_id),
+                    &format!("capture: {e}"),
+                );
+                None
+            }
+        };
     let cwd = input
         .cwd
         .clone()
@@ -748,11 +818,14 @@ pub fn pre_compact(
     Ok(report)
 }
 
-/// `hook session-start`: after a compaction (`source: compact`), the saved block,
-/// once. Returns the text to add to the context, if any.
+/// `hook session-start`: after a compaction (`source: compact`), the saved
+/// block, once; when a session starts or resumes, the brief of the project's
+/// recent work ([`brief`]). Returns the text to add to the context, if any.
 pub fn session_start(store_root: &Path, input: &HookInput) -> Result<Option<String>> {
-    if input.source.as_deref() != Some("compact") {
-        return Ok(None);
+    match input.source.as_deref() {
+        Some("compact") => {}
+        Some("startup" | "resume") => return brief::brief(store_root, input),
+        _ => return Ok(None),
     }
     let files = HookFiles::new(store_root);
     let path = files.preserve(&input.session_id);

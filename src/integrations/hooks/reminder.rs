@@ -15,7 +15,7 @@ use super::queue::{PendingEntry, Queue};
 use super::session::cut;
 use super::{escape_controls, ContextUsage, HookSettings};
 use crate::context::tokens::estimate;
-use crate::integrations::claude_code::shell_quote;
+use crate::shell::shell_quote;
 
 /// Items listed by name; the rest are counted (the whole queue is one
 /// `show --queue` away). Three keep the reminder under 400 tokens even with a

@@ -275,6 +275,10 @@ pub struct SessionState {
     pub last_check_turn: u64,
     /// The session's working directory: from the hook input, else the transcript.
     pub cwd: Option<String>,
+    /// The turn (as `ingest` counts them) of the last compaction: what came
+    /// before it left the live context, and recall may bring it back.
+    #[serde(default)]
+    pub compacted_turn: Option<u64>,
 }
 
 impl SessionState {
@@ -315,6 +319,7 @@ impl SessionState {
             self.last_timestamp.clone_from(&timestamp);
         }
         if message.is_compact_boundary {
+            self.compacted_turn = Some(message.turn_index);
             // Context starts over: usage resets, and a topic cannot span the cut.
             self.usage_tokens = None;
             self.estimated_tokens = 0;
