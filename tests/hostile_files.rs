@@ -93,6 +93,35 @@ fn a_fifo_or_dev_zero_is_refused_by_every_reader_without_blocking() {
 }
 
 #[test]
+fn a_transcript_replaced_or_grown_after_an_ingest_is_read_within_limits() {
+    let store = TestStore::new();
+    let line = json!({"type":"user","sessionId":"s-grow","uuid":"u1",
+        "message":{"role":"user","content":"first prompt"}});
+    let file = store.write("s-grow.jsonl", format!("{line}\n").as_bytes());
+    let ran = ingest(&store, &file);
+    assert_eq!(ran.code(), Some(0), "{}", ran.stderr());
+    // Grown by 2 GB of zeros (sparse): the new part is refused from its size.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .and_then(|f| f.set_len(f.metadata()?.len() + (2 << 30)))
+        .expect("grow");
+    let ran = ingest(&store, &file);
+    assert_refused(&ran, "ingest of the grown part", &file);
+    assert!(
+        ran.stderr().contains("the part added since the last read is 2.0 GiB"),
+        "{}",
+        ran.stderr()
+    );
+    // Replaced by a FIFO: refused, not waited on.
+    std::fs::remove_file(&file).expect("remove");
+    fifo(&file);
+    let ran = ingest(&store, &file);
+    assert_refused(&ran, "ingest of a FIFO with a saved position", &file);
+    assert!(ran.stderr().contains("a FIFO (named pipe)"), "{}", ran.stderr());
+}
+
+#[test]
 fn a_sparse_2_gb_transcript_is_refused_from_its_size() {
     let store = TestStore::new();
     let file = sparse(&store.dir.path().join("sparse.jsonl"), 2 << 30);

@@ -128,28 +128,22 @@ pub(super) fn delete(root: &std::path::Path, args: DeleteArgs) -> anyhow::Result
     let store = Store::open(root)?;
     let report = store.delete(&args.ids, store.lock_timeout(args.lock_timeout))?;
     if args.json {
-        let mut value = serde_json::to_value(&report)?;
-        if !report.deleted.is_empty() {
-            value["note"] = serde_json::json!(
-                "the deleted text stays in the index's segment files until they are merged; `knowledge-db forget` purges it from disk"
-            );
-        }
-        output::print_json(&value)?;
+        output::print_json(&report)?;
     } else {
         println!(
             "deleted {} record{}",
             report.deleted.len(),
             if report.deleted.len() == 1 { "" } else { "s" }
         );
-        if !report.deleted.is_empty() {
-            // True to what is on disk: a delete marks documents deleted; their
-            // bytes stay in the segment files until tantivy merges them away.
-            eprintln!(
-                "note: searches no longer find {}, but the text stays in the index's segment files \
-                 until they are merged; `knowledge-db forget` purges it from disk",
-                if report.deleted.len() == 1 { "it" } else { "them" }
-            );
-        }
+    }
+    if !report.deleted.is_empty() {
+        // True to what is on disk: a delete marks documents deleted; their
+        // bytes stay in the segment files until tantivy merges them away.
+        eprintln!(
+            "note: searches no longer find {}, but the text stays in the index's segment files \
+             until they are merged; `knowledge-db forget` purges it from disk",
+            if report.deleted.len() == 1 { "it" } else { "them" }
+        );
     }
     if !report.missing.is_empty() {
         eprintln!("error: no record with id {}", report.missing.join(", "));
