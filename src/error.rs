@@ -148,16 +148,47 @@ pub enum Error {
 
     /// Another process held the writer lock longer than the timeout.
     #[error(
-        "another knowledge-db process is writing to {} (lock held for more than {waited_secs:.1}s); \
-         wait for it to finish or raise --lock-timeout",
+        "another knowledge-db process is writing to {} (the lock stayed held for the {timeout_secs} s \
+         this command waits); wait for it to finish or raise --lock-timeout \
+         (or `limits.lock_timeout_secs` in the store's config.toml)",
         path.display()
     )]
     LockTimeout {
-        /// The lock file.
+        /// The store's folder.
         path: PathBuf,
-        /// Seconds waited before giving up.
-        waited_secs: f64,
+        /// The timeout asked for (`--lock-timeout`, else the config's), in
+        /// seconds, as given: `0.05` is shown as `0.05`.
+        timeout_secs: f64,
     },
+
+    /// A path that had to be a regular file (a transcript, a file of records)
+    /// is a FIFO, a device, a socket or a folder: it is refused before it is
+    /// read, since reading it could block forever or never end.
+    #[error("{}: {kind}, not a regular file; knowledge-db reads transcripts and records only from regular files", path.display())]
+    NotRegularFile {
+        /// The path as given.
+        path: PathBuf,
+        /// What it is instead (`a FIFO (named pipe)`, `a character device`, …).
+        kind: &'static str,
+    },
+
+    /// Input over one of the store's size limits; nothing of it was used.
+    #[error("{}: {what}, over the limit of {limit} (raise `{setting}` in the store's config.toml)", path.display())]
+    OverLimit {
+        /// The file, or a label such as `MCP request`.
+        path: PathBuf,
+        /// What is too large, and how large it is.
+        what: String,
+        /// The limit, readable (`256.0 MiB`).
+        limit: String,
+        /// The setting that raises it (`limits.max_file_bytes`).
+        setting: &'static str,
+    },
+
+    /// A server scoped to one namespace (`mcp --namespace`) was asked to
+    /// read or write outside it.
+    #[error("{0}")]
+    OutsideNamespace(String),
 
     /// A configuration file that does not parse or holds an invalid value.
     #[error("{}: {message}", path.display())]

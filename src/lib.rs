@@ -15,6 +15,8 @@
 //! - [`files`]: small files replaced whole, atomically or durably;
 //! - [`privacy`]: redaction before anything is stored: secrets become
 //!   `[REDACTED kind]` placeholders, `<private>` spans are dropped;
+//! - [`bounded`]: reading input the store does not own within limits (regular
+//!   files only, sizes decided before reading, folder walks without loops);
 //! - [`shell`]: values quoted for the commands written for agents to run;
 //! - [`check`]: a health check's answer, which each room's `verify` gives;
 //! - [`embed`]: local embeddings (all-MiniLM-L6-v2 on ONNX Runtime);
@@ -74,6 +76,7 @@
 #![warn(missing_docs)]
 
 pub mod archive;
+pub mod bounded;
 pub mod check;
 pub mod context;
 pub mod embed;

@@ -69,7 +69,15 @@ pub fn read_records(
     stdin: &mut dyn Read,
     options: &ParseOptions,
 ) -> Result<ReadBatch> {
-    let read = read_paths(paths, stdin, store.config().limits.max_record_bytes);
+    let limits = &store.config().limits;
+    let read = read_paths(
+        paths,
+        stdin,
+        crate::record::input::InputLimits {
+            max_record_bytes: limits.max_record_bytes,
+            file: limits.file_limit(),
+        },
+    );
     let mut errors = read.errors;
     let mut batch = ReadBatch {
         bytes: read.bytes,

@@ -330,12 +330,12 @@ impl Archive {
             .map_err(|e| Error::io(&self.dir, e))?;
         tmp.write_all(&frames)
             .map_err(|e| Error::io(tmp.path(), e))?;
-        // Same permissions as an appended file (a temp file starts private).
+        // Owner-only, whatever the umask: the archive holds the records' text.
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
             tmp.as_file()
-                .set_permissions(fs::Permissions::from_mode(0o644))
+                .set_permissions(fs::Permissions::from_mode(0o600))
                 .map_err(|e| Error::io(tmp.path(), e))?;
         }
         tmp.as_file()
@@ -456,6 +456,16 @@ impl Archive {
         self.journal_path().exists()
     }
 
+    /// When the journal was last written (Unix seconds), if it is there.
+    pub fn journal_modified(&self) -> Option<i64> {
+        let modified = fs::metadata(self.journal_path()).ok()?.modified().ok()?;
+        let secs = modified
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_secs();
+        i64::try_from(secs).ok()
+    }
+
     /// The journal, if present; `None` also when it was cut short by a crash (unreadable).
     pub fn read_journal(&self) -> Result<Option<Journal>> {
         let path = self.journal_path();
@@ -511,6 +521,19 @@ pub struct TierStats {
     pub oldest: Option<String>,
     /// The newest record time in the tier (RFC 3339); `None` when it is empty.
     pub newest: Option<String>,
+}
+
+/// The archive's records in `namespace`, counted by kind, tier and namespace
+/// from the L3 index.
+pub fn l3_counts(store_root: &Path, namespace: &str) -> Result<crate::index::ColumnCounts> {
+    let archive = Archive::new(store_root);
+    match l3::L3Index::open_existing(&archive)? {
+        Some(l3) => {
+            let searcher = l3.reader()?.searcher();
+            crate::index::ColumnCounts::of_namespace(&searcher, Some(namespace))
+        }
+        None => Ok(crate::index::ColumnCounts::default()),
+    }
 }
 
 /// The archive's [`TierStats`], from frame headers and the L3 index (no

@@ -1,11 +1,10 @@
 //! `knowledge-db tokens`, and the flags of `evict` and `pack` (their handlers
 //! are in `roll.rs`): token counts and rolling eviction.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use clap::Args;
 use serde_json::json;
 
@@ -202,10 +201,12 @@ pub struct PackArgs {
 
 pub(super) fn read_transcript(path: &Path, format: FormatArg) -> anyhow::Result<Transcript> {
     if path.as_os_str() == "-" {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .context("reading stdin")?;
+        let bytes = knowledge_db::bounded::read_to_limit(
+            std::io::stdin().lock(),
+            Path::new("stdin"),
+            knowledge_db::transcript::DEFAULT_LIMIT,
+            "it holds",
+        )?;
         return Ok(read_slice(
             Path::new("stdin.jsonl"),
             &bytes,

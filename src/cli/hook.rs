@@ -312,6 +312,10 @@ pub fn run(root: &Path, command: HookCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Most bytes of hook input read from stdin: Claude Code's event JSON (a
+/// PostToolUse event carries the tool's input and output, rarely over a few MB).
+const MAX_HOOK_INPUT: u64 = 64 * 1024 * 1024;
+
 /// The report as the hook's output when `--json` asked for it, else nothing.
 fn json_report(
     json: bool,
@@ -334,16 +338,25 @@ fn as_hook(
     body: impl FnOnce(&HookInput) -> anyhow::Result<Option<serde_json::Value>>,
 ) -> ExitCode {
     let mut raw = Vec::new();
+    let mut stdin = std::io::stdin().lock().take(MAX_HOOK_INPUT + 1);
     if switch_on(DISABLE_ENV) {
         // Read what Claude Code writes, so it never meets a closed pipe.
-        let _ = std::io::stdin().read_to_end(&mut raw);
+        let _ = std::io::copy(&mut stdin, &mut std::io::sink());
         return ExitCode::SUCCESS;
     }
     let files = HookFiles::new(root);
-    let result = std::io::stdin()
+    let result = stdin
         .read_to_end(&mut raw)
         .map_err(anyhow::Error::from)
-        .and_then(|_| Ok(HookInput::parse(&raw)?))
+        .and_then(|read| {
+            if read as u64 > MAX_HOOK_INPUT {
+                anyhow::bail!(
+                    "hook input on stdin: more than {} (the event JSON of Claude Code is far smaller); not read further",
+                    knowledge_db::bounded::human_bytes(MAX_HOOK_INPUT)
+                );
+            }
+            Ok(HookInput::parse(&raw)?)
+        })
         .and_then(|input| {
             // Even a bug must not fail the agent's tool call: a panic is logged too.
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&input)))

@@ -167,6 +167,17 @@ fn print_report(r: &IngestReport) {
         r.skipped.unknown_types.values().sum::<usize>(),
         r.parse_mb_per_s,
     );
+    if r.skipped.invalid_utf8_bytes > 0 {
+        println!(
+            "{} byte{} of invalid UTF-8 replaced by U+FFFD (their messages were kept)",
+            r.skipped.invalid_utf8_bytes,
+            if r.skipped.invalid_utf8_bytes == 1 {
+                ""
+            } else {
+                "s"
+            }
+        );
+    }
     match &r.store {
         Some(s) => println!(
             "stored: {} added, {} updated, {} unchanged ({} without vector){} in {:.2}s",

@@ -11,7 +11,9 @@ use knowledge_db::store::Store;
 
 #[derive(Debug, Args)]
 pub struct McpArgs {
-    /// Namespace searched when a call names none [default: all namespaces]
+    /// Confine the server to this namespace: it reads and writes records of
+    /// NS only (a call naming another namespace, `*`, or an id another
+    /// namespace holds is refused) [default: the whole store]
     #[arg(long, value_name = "NS")]
     namespace: Option<String>,
 
@@ -29,6 +31,15 @@ and per-request _meta. Every tool declares an outputSchema. Tools:
   memory_get    {id | path, from?, lines?}
   memory_add    {records}
   memory_stats  {}
+
+Limits (config.toml [limits]): a request line of at most max_mcp_request_bytes
+(16 MiB; a longer one is answered with error -32600 naming the setting),
+memory_add calls of at most max_add_records_per_call records (1000) and
+max_add_bytes_per_call bytes (16 MiB).
+
+With --namespace NS the server is a boundary: searches, reads by id or session,
+QMD files and counts cover NS only, and memory_add writes only records of NS
+that replace no record of another namespace. Without it, the whole store.
 
 Register it with Claude Code:
   claude mcp add --scope user knowledge-db -- knowledge-db mcp

@@ -96,7 +96,9 @@ enum Command {
     )]
     Get(GetArgs),
 
-    /// Delete records by id.
+    /// Delete records by id: searches and reads no longer find them, but their
+    /// text stays in the index's segment files until tantivy merges them
+    /// (`knowledge-db forget` purges it from disk).
     #[command(after_help = "Example:\n  knowledge-db delete seg-0042 s1:3")]
     Delete(DeleteArgs),
 

@@ -143,6 +143,14 @@ pub fn run(root: &Path, command: QmdCommand) -> anyhow::Result<ExitCode> {
         }
         QmdCommand::Update(args) => {
             let reports = qmd::update(&store, &collections)?;
+            for r in &reports {
+                for skipped in &r.skipped {
+                    eprintln!(
+                        "knowledge-db qmd update: {}: skipped {}: {}",
+                        r.collection, skipped.path, skipped.why
+                    );
+                }
+            }
             if args.json {
                 super::output::print_json(&reports)?;
             } else {
@@ -260,7 +268,7 @@ fn search(
         collections,
         &args.query,
         mode,
-        args.n.max(1),
+        super::search::clamp_results(args.n, "-n").max(1),
         &args.collections,
     )?;
     if hits.is_empty() {

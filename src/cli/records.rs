@@ -136,6 +136,15 @@ pub(super) fn delete(root: &std::path::Path, args: DeleteArgs) -> anyhow::Result
             if report.deleted.len() == 1 { "" } else { "s" }
         );
     }
+    if !report.deleted.is_empty() {
+        // True to what is on disk: a delete marks documents deleted; their
+        // bytes stay in the segment files until tantivy merges them away.
+        eprintln!(
+            "note: searches no longer find {}, but the text stays in the index's segment files \
+             until they are merged; `knowledge-db forget` purges it from disk",
+            if report.deleted.len() == 1 { "it" } else { "them" }
+        );
+    }
     if !report.missing.is_empty() {
         eprintln!("error: no record with id {}", report.missing.join(", "));
         return Ok(ExitCode::from(1));

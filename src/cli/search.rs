@@ -14,7 +14,26 @@ use knowledge_db::search::batch::{read_queries, run_batch};
 use knowledge_db::search::{Filters, Mode, RankOptions, SearchEngine, TierFilter};
 use knowledge_db::store::Store;
 
+/// Most results one search returns (`search -k`, `qmd search -n`): a larger
+/// number would only reserve memory for results no store gives (`-k 1e8`
+/// reserved 7.2 GB before this limit, `-k 18446744073709551615` overflowed).
+/// The MCP server's `maxResults` stops at 100.
+pub(super) const MAX_RESULTS: usize = 1000;
+
+/// `asked` within [`MAX_RESULTS`], saying so on stderr when it was cut.
+pub(super) fn clamp_results(asked: usize, flag: &str) -> usize {
+    if asked > MAX_RESULTS {
+        eprintln!(
+            "note: {flag} {asked} is more than the {MAX_RESULTS} results a search returns; returning at most {MAX_RESULTS}"
+        );
+        MAX_RESULTS
+    } else {
+        asked
+    }
+}
+
 pub(super) fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result<ExitCode> {
+    let k = clamp_results(args.k, "-k");
     let store = Store::open(root)?;
     let mut filters = Filters {
         namespace: (!args.all_namespaces).then(|| args.namespace.clone()),
@@ -52,7 +71,7 @@ pub(super) fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result
         run_batch(
             &engine,
             &queries,
-            args.k,
+            k,
             &filters,
             &rank,
             args.scope_field.as_deref(),
@@ -66,7 +85,7 @@ pub(super) fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result
         return Ok(ExitCode::SUCCESS);
     }
     let query = args.query.as_deref().unwrap_or_default();
-    let response = engine.search(query, args.k, &filters, &rank)?;
+    let response = engine.search(query, k, &filters, &rank)?;
     if args.format == SearchFormat::Openclaw {
         // The search logged these reads already: read the sources without `get`.
         let searcher = store.reader()?.searcher();

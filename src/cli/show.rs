@@ -86,6 +86,7 @@ pub fn run(root: &Path, args: ShowArgs) -> anyhow::Result<ExitCode> {
         to,
         limit: None,
         max_chars: (!args.full).then_some(DEFAULT_MESSAGE_CHARS),
+        namespace: None,
     };
     let range = read_turns(root, &query)?;
     if args.json {

@@ -116,4 +116,7 @@ fn print_checks(report: &VerifyReport) {
             check.detail
         );
     }
+    if let Some(pending) = &report.pending {
+        println!("{:<5} {:<22} {pending}", "note", "pending operation");
+    }
 }

@@ -387,9 +387,37 @@ pub struct ColumnCounts {
 impl ColumnCounts {
     /// Counts the live documents of `searcher`.
     pub fn of(searcher: &tantivy::Searcher) -> crate::Result<ColumnCounts> {
+        ColumnCounts::of_namespace(searcher, None)
+    }
+
+    /// Counts the live documents of `searcher` in `namespace` (all when `None`).
+    pub fn of_namespace(
+        searcher: &tantivy::Searcher,
+        namespace: Option<&str>,
+    ) -> crate::Result<ColumnCounts> {
         let mut counts = ColumnCounts::default();
         for segment in searcher.segment_readers() {
             let fast = segment.fast_fields();
+            let wanted: Box<dyn Fn(tantivy::DocId) -> bool> = match namespace {
+                None => Box::new(|_| true),
+                Some(namespace) => {
+                    let column = fast.str("namespace")?;
+                    let ord = match &column {
+                        Some(column) => column
+                            .dictionary()
+                            .term_ord(namespace)
+                            .map_err(|e| crate::Error::io("text index", e))?,
+                        None => None,
+                    };
+                    match (column, ord) {
+                        (Some(column), Some(ord)) => {
+                            Box::new(move |doc| column.term_ords(doc).any(|o| o == ord))
+                        }
+                        // The namespace has no record in this segment.
+                        _ => continue,
+                    }
+                }
+            };
             let columns = [
                 (fast.str("kind")?, &mut counts.by_kind),
                 (fast.str("tier")?, &mut counts.by_tier),
@@ -400,7 +428,7 @@ impl ColumnCounts {
             for (column, map) in columns {
                 let Some(column) = column else { continue };
                 let mut per_ord: std::collections::HashMap<u64, u64> = Default::default();
-                for doc in segment.doc_ids_alive() {
+                for doc in segment.doc_ids_alive().filter(|&doc| wanted(doc)) {
                     for ord in column.term_ords(doc) {
                         *per_ord.entry(ord).or_default() += 1;
                     }
@@ -415,7 +443,7 @@ impl ColumnCounts {
                 }
             }
             let times = fast.date("timestamp")?;
-            for doc in segment.doc_ids_alive() {
+            for doc in segment.doc_ids_alive().filter(|&doc| wanted(doc)) {
                 if let Some(t) = times.first(doc) {
                     counts.include_time(t.into_timestamp_secs());
                 }

@@ -229,9 +229,18 @@ impl MemoryServer {
                 (None, Some(path), None) => {
                     let collections = Collections::load(&collections_file)?;
                     match collections.resolve(&path) {
-                        Some((file, shown)) => {
-                            let text = std::fs::read_to_string(&file)
-                                .map_err(|e| crate::Error::io(&file, e))?;
+                        Some((_, _, collection))
+                            if !service.may_read_namespace(&super::qmd::namespace(&collection.name)) =>
+                        {
+                            Ok(failure(&format!(
+                                "`{path}` is a file of QMD collection `{}`, outside this server's namespace",
+                                collection.name
+                            )))
+                        }
+                        Some((file, shown, _)) => {
+                            let limit = service.store().config().limits.markdown_limit();
+                            let bytes = crate::bounded::read_whole(&file, limit, false)?;
+                            let text = String::from_utf8_lossy(&bytes);
                             let from = args.from.map(|f| f as usize);
                             let page = openclaw::file_lines(&shown, &text, from, args.lines);
                             let value = serde_json::to_value(&page).unwrap_or(Value::Null);
@@ -261,6 +270,9 @@ impl MemoryServer {
     ) -> Result<CallToolResult, ErrorData> {
         if args.records.is_empty() {
             return Ok(failure("`records` is empty"));
+        }
+        if let Some(why) = over_add_limits(&args.records, &self.service.store().config().limits) {
+            return Ok(failure(&why));
         }
         let service = Arc::clone(&self.service);
         blocking(move || {
@@ -399,6 +411,29 @@ impl ServerHandler for MemoryServer {
     }
 }
 
+/// Why a `memory_add` call carries too much (`limits.max_add_records_per_call`,
+/// `limits.max_add_bytes_per_call`), or `None` when it is within both.
+fn over_add_limits(records: &[Value], limits: &crate::store::config::Limits) -> Option<String> {
+    if records.len() > limits.max_add_records_per_call {
+        return Some(format!(
+            "{} records in one call, over the limit of {} (`limits.max_add_records_per_call` in the store's config.toml); nothing was written: send them in several calls",
+            records.len(),
+            limits.max_add_records_per_call
+        ));
+    }
+    let bytes: usize = records
+        .iter()
+        .map(|r| serde_json::to_vec(r).map_or(0, |v| v.len()))
+        .sum();
+    (bytes > limits.max_add_bytes_per_call).then(|| {
+        format!(
+            "{} of records in one call, over the limit of {} (`limits.max_add_bytes_per_call` in the store's config.toml); nothing was written: send them in several calls",
+            crate::bounded::human_bytes(bytes as u64),
+            crate::bounded::human_bytes(limits.max_add_bytes_per_call as u64)
+        )
+    })
+}
+
 /// Whether `arguments` fit the schema of tool `name` (unknown tools are left to
 /// the router, which names them).
 fn check_arguments(
@@ -435,19 +470,28 @@ pub fn serve_stdio(service: MemoryService) -> crate::Result<()> {
         .build()
         .map_err(|e| crate::Error::io("tokio runtime", e))?;
     let stdio_error = |e: String| crate::Error::io("stdio", std::io::Error::other(e));
+    let max_line = service.store().config().limits.max_mcp_request_bytes;
     runtime.block_on(async {
         let (client_end, server_end) = tokio::io::duplex(1 << 16);
         let (server_read, server_write) = tokio::io::split(server_end);
         let (client_read, client_write) = tokio::io::split(client_end);
         let stdout = Arc::new(tokio::sync::Mutex::new(tokio::io::stdout()));
+        let in_flight =
+            mcp_wire::InFlight::new(mcp_wire::MAX_IN_FLIGHT, mcp_wire::MAX_IN_FLIGHT_BYTES);
         let from_client = tokio::spawn(mcp_wire::pump_client(
             tokio::io::stdin(),
             client_write,
             Arc::clone(&stdout),
+            max_line,
+            Arc::clone(&in_flight),
         ));
-        let to_client = tokio::spawn(mcp_wire::pump_server(client_read, stdout));
+        let to_client = tokio::spawn(mcp_wire::pump_server(client_read, stdout, in_flight));
+        // The pump already refused longer lines with an answer; rmcp's own
+        // limit (16 MiB, exceeded lines dropped unanswered) must not cut in.
+        let transport = rmcp::transport::async_rw::AsyncRwTransport::new(server_read, server_write)
+            .with_max_line_length(max_line.saturating_add(1));
         let server = MemoryServer::new(service)
-            .serve((server_read, server_write))
+            .serve(transport)
             .await
             .map_err(|e| stdio_error(e.to_string()))?;
         server

@@ -32,6 +32,10 @@ const COLLECTIONS_FILE: &str = "knowledge-db-collections.json";
 /// Chunks longer than this (in characters) are cut at the next blank line.
 const CHUNK_CHARS: usize = 1200;
 
+/// Chunks longer than this are cut at the next line, blank or not (a file
+/// without blank lines would otherwise be one chunk).
+const MAX_CHUNK_CHARS: usize = 8 * CHUNK_CHARS;
+
 /// Longest snippet in a search hit, in characters.
 const SNIPPET_CHARS: usize = 700;
 
@@ -132,29 +136,38 @@ impl Collections {
     }
 
     /// The real file a hit's path names: `qmd://<collection>/<relative path>`,
-    /// or a path relative to a collection's root. Only files inside a collection
-    /// root are returned.
-    pub fn resolve(&self, path: &str) -> Option<(PathBuf, String)> {
+    /// or a path relative to a collection's root. Only a file `update` would
+    /// index is returned: inside the collection's root (symlinks resolved),
+    /// matching its mask, with no hidden folder or file on the way.
+    /// Returns the file, the path as given, and the collection holding it.
+    pub fn resolve(&self, path: &str) -> Option<(PathBuf, String, &Collection)> {
         if let Some(rest) = path.strip_prefix("qmd://") {
             let (name, relative) = rest.split_once('/')?;
             let collection = self.get(name)?;
-            return inside(&collection.path, relative).map(|p| (p, path.to_string()));
+            return indexed_file(collection, relative).map(|p| (p, path.to_string(), collection));
         }
         self.list.iter().find_map(|c| {
             let relative = Path::new(path)
                 .strip_prefix(&c.path)
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_else(|_| path.to_string());
-            inside(&c.path, &relative).map(|p| (p, path.to_string()))
+            indexed_file(c, &relative).map(|p| (p, path.to_string(), c))
         })
     }
 }
 
-/// `root/relative` if it is an existing file that stays inside `root`.
-fn inside(root: &Path, relative: &str) -> Option<PathBuf> {
-    let candidate = root.join(relative).canonicalize().ok()?;
-    let root = root.canonicalize().ok()?;
-    (candidate.starts_with(&root) && candidate.is_file()).then_some(candidate)
+/// `root/relative` of `collection` if it is a regular file that stays inside
+/// the root once symlinks are resolved, whose path there matches the mask and
+/// has no hidden component: the files `update` indexes, nothing else.
+fn indexed_file(collection: &Collection, relative: &str) -> Option<PathBuf> {
+    let root = collection.path.canonicalize().ok()?;
+    let candidate = collection.path.join(relative).canonicalize().ok()?;
+    let inner = candidate.strip_prefix(&root).ok()?;
+    let hidden = inner
+        .components()
+        .any(|c| c.as_os_str().to_string_lossy().starts_with('.'));
+    let inner = inner.to_string_lossy().replace('\\', "/");
+    (!hidden && glob_match(&collection.pattern, &inner) && candidate.is_file()).then_some(candidate)
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -174,13 +187,15 @@ pub struct Chunk {
     pub text: String,
 }
 
-/// Cuts markdown into chunks: a new chunk at every heading, and at a blank line
-/// once a chunk is longer than `CHUNK_CHARS`. Blank lines at the edges of a
-/// chunk are left out; chunks with no text are dropped.
+/// Cuts markdown into chunks: a new chunk at every heading, at a blank line
+/// once a chunk is longer than `CHUNK_CHARS`, and at any line once it is
+/// longer than `MAX_CHUNK_CHARS`. Blank lines at the edges of a chunk are
+/// left out; chunks with no text are dropped. Linear in the text's length.
 pub fn chunk_markdown(text: &str, file_title: &str) -> Vec<Chunk> {
     let mut chunks = Vec::new();
     let mut title = file_title.to_string();
     let mut current: Vec<(usize, &str)> = Vec::new();
+    let mut current_len = 0;
     let mut in_fence = false;
     for (i, line) in text.lines().enumerate() {
         let number = i + 1;
@@ -189,14 +204,17 @@ pub fn chunk_markdown(text: &str, file_title: &str) -> Vec<Chunk> {
             in_fence = !in_fence;
         }
         let heading = !in_fence && is_heading(trimmed);
-        let long = current.iter().map(|(_, l)| l.len() + 1).sum::<usize>() > CHUNK_CHARS;
-        if heading || (long && line.trim().is_empty() && !in_fence) {
+        let long = current_len > CHUNK_CHARS;
+        if heading || (long && line.trim().is_empty() && !in_fence) || current_len > MAX_CHUNK_CHARS
+        {
             flush(&mut chunks, &mut current, &title);
+            current_len = 0;
         }
         if heading {
             title = trimmed.trim_start_matches('#').trim().to_string();
         }
         current.push((number, line));
+        current_len += line.len() + 1;
     }
     flush(&mut chunks, &mut current, &title);
     chunks
@@ -252,6 +270,15 @@ fn match_name(pattern: &[u8], name: &[u8]) -> bool {
     }
 }
 
+/// A file `update` left out, and why.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct SkippedFile {
+    /// The file's path relative to the collection's folder.
+    pub path: String,
+    /// Why it was not indexed (over a limit, not a regular file, unreadable).
+    pub why: String,
+}
+
 /// What `update` did to one collection.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct UpdateReport {
@@ -259,6 +286,10 @@ pub struct UpdateReport {
     pub collection: String,
     /// Files matching the collection's pattern, read.
     pub files: usize,
+    /// Files matching the pattern that were not indexed (the others were);
+    /// their earlier records, if any, are removed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedFile>,
     /// Chunks cut from them (records written or kept).
     pub chunks: usize,
     /// Records added.
@@ -291,29 +322,20 @@ fn update_collection(store: &Store, collection: &Collection) -> Result<UpdateRep
         added_at: crate::now_rfc3339(),
         ..ParseOptions::default()
     };
+    let limits = &store.config().limits;
     let mut records: Vec<Record> = Vec::new();
     for relative in matching_files(&collection.path, &collection.pattern)? {
         let file = collection.path.join(&relative);
-        let bytes = fs::read(&file).map_err(|e| Error::io(&file, e))?;
-        // Files that are not UTF-8 are read leniently rather than failing the update.
-        let text = String::from_utf8_lossy(&bytes);
-        report.files += 1;
-        for chunk in chunk_markdown(&text, &relative) {
-            let value = serde_json::json!({
-                "kind": "note",
-                "id": format!("{ns}:{relative}:{}", chunk.start_line),
-                "title": chunk.title,
-                "text": chunk.text,
-                "path": relative,
-                "collection": collection.name,
-                "start_line": chunk.start_line,
-                "end_line": chunk.end_line,
-            });
-            let origin = Origin::file(file.display().to_string());
-            records.push(
-                parse_record(value, &origin, &options)
-                    .map_err(|e| Error::Input(crate::error::InputErrors(vec![e])))?,
-            );
+        // One file too large or unreadable must not keep the others out.
+        match file_records(&file, &relative, collection, &options, limits) {
+            Ok(found) => {
+                report.files += 1;
+                records.extend(found);
+            }
+            Err(why) => report.skipped.push(SkippedFile {
+                path: relative,
+                why: why.to_string(),
+            }),
         }
     }
     report.chunks = records.len();
@@ -337,6 +359,52 @@ fn update_collection(store: &Store, collection: &Collection) -> Result<UpdateRep
         report.removed = store.delete(&stale, timeout)?.deleted.len();
     }
     Ok(report)
+}
+
+/// The records of one markdown file: a regular file within
+/// `limits.max_markdown_bytes`, each chunk within `limits.max_record_bytes`.
+fn file_records(
+    file: &Path,
+    relative: &str,
+    collection: &Collection,
+    options: &ParseOptions,
+    limits: &crate::store::config::Limits,
+) -> Result<Vec<Record>> {
+    let bytes = crate::bounded::read_whole(file, limits.markdown_limit(), false)?;
+    // Files that are not UTF-8 are read leniently rather than failing the update.
+    let text = String::from_utf8_lossy(&bytes);
+    let ns = &options.namespace.clone().unwrap_or_default();
+    let mut records = Vec::new();
+    for chunk in chunk_markdown(&text, relative) {
+        if chunk.text.len() > limits.max_record_bytes {
+            return Err(Error::OverLimit {
+                path: file.to_path_buf(),
+                what: format!(
+                    "line {} starts a chunk of {} that cannot be cut (no line break)",
+                    chunk.start_line,
+                    crate::bounded::human_bytes(chunk.text.len() as u64)
+                ),
+                limit: crate::bounded::human_bytes(limits.max_record_bytes as u64),
+                setting: "limits.max_record_bytes",
+            });
+        }
+        let value = serde_json::json!({
+            "kind": "note",
+            "id": format!("{ns}:{relative}:{}", chunk.start_line),
+            "title": chunk.title,
+            "text": chunk.text,
+            "path": relative,
+            "collection": collection.name,
+            "start_line": chunk.start_line,
+            "end_line": chunk.end_line,
+        });
+        let origin = Origin::file(file.display().to_string());
+        records.push(
+            parse_record(value, &origin, options)
+                .map_err(|e| Error::Input(crate::error::InputErrors(vec![e])))?,
+        );
+    }
+    Ok(records)
 }
 
 /// Deletes the records of a removed collection.

@@ -130,11 +130,18 @@ fn commit_stamp(store: &Store) -> Result<u64> {
 }
 
 /// The store and model, opened once.
+///
+/// A service opened with a namespace (`mcp --namespace NS`) is confined to
+/// it: it reads only records of `NS` (search, get by id, the messages of a
+/// record or session, QMD files of a collection whose namespace is `NS`,
+/// counts), and writes only records of `NS` that replace no record of
+/// another namespace (see `crate::store::scope`). Asking for anything else is
+/// an error that says so, or "no record" for an id held elsewhere.
 pub struct MemoryService {
     store: Store,
     embedder: Option<SharedEmbedder>,
     embedder_error: String,
-    default_namespace: Option<String>,
+    scope: Option<String>,
     /// The project of the folder the server runs in (Claude Code starts it in
     /// the project): searches default to it.
     current_project: Option<String>,
@@ -144,12 +151,21 @@ pub struct MemoryService {
 impl MemoryService {
     /// Opens the service on `store`. `embedder` is the loaded model, or why it
     /// could not be loaded (search then runs on BM25 alone and says so).
-    /// `default_namespace` scopes searches that name none (`None`: all).
+    /// `scope` confines every read and write to that namespace (`None`: the
+    /// whole store; see [`MemoryService`]).
     pub fn new(
         store: Store,
         embedder: std::result::Result<Box<dyn Embedder>, String>,
-        default_namespace: Option<String>,
+        scope: Option<String>,
     ) -> Result<MemoryService> {
+        if let Some(ns) = &scope {
+            crate::record::parse::validate_namespace(ns)
+                .map_err(|m| Error::Usage(format!("--namespace `{ns}` {m}")))?;
+        }
+        let store = match &scope {
+            Some(ns) => store.scoped_to(ns),
+            None => store,
+        };
         let (embedder, embedder_error) = match embedder {
             Ok(e) => (Some(SharedEmbedder::new(e)), String::new()),
             Err(why) => (None, why),
@@ -160,7 +176,7 @@ impl MemoryService {
             store,
             embedder,
             embedder_error,
-            default_namespace,
+            scope,
             current_project: crate::record::project::current(),
             warm: RwLock::new(Warm {
                 engine: Arc::new(engine),
@@ -197,14 +213,39 @@ impl MemoryService {
         Ok(Arc::clone(&warm.engine))
     }
 
+    /// The namespace the service is confined to, if any.
+    pub fn scope(&self) -> Option<&str> {
+        self.scope.as_deref()
+    }
+
+    /// Whether the service may read records of `namespace`.
+    pub fn may_read_namespace(&self, namespace: &str) -> bool {
+        self.scope.as_deref().is_none_or(|scope| scope == namespace)
+    }
+
+    /// The namespace filter of a search: the request's (`*` for all), within
+    /// the scope.
+    fn search_namespace(&self, asked: Option<&str>) -> Result<Option<String>> {
+        match (self.scope.as_deref(), asked) {
+            (None, Some("*") | None) => Ok(None),
+            (None, Some(ns)) => Ok(Some(ns.to_string())),
+            (Some(scope), None) => Ok(Some(scope.to_string())),
+            (Some(scope), Some(ns)) if ns == scope => Ok(Some(scope.to_string())),
+            (Some(scope), Some("*")) => Err(crate::store::scope::outside(
+                scope,
+                "it cannot search `*` (every namespace)",
+            )),
+            (Some(scope), Some(ns)) => Err(crate::store::scope::outside(
+                scope,
+                &format!("it cannot search namespace `{ns}`"),
+            )),
+        }
+    }
+
     /// Ranked results for `request`, at or above its minimum score.
     pub fn search(&self, request: &SearchRequest) -> Result<SearchResponse> {
+        let namespace = self.search_namespace(request.namespace.as_deref())?;
         let engine = self.engine()?;
-        let namespace = match request.namespace.as_deref() {
-            Some("*") => None,
-            Some(ns) => Some(ns.to_string()),
-            None => self.default_namespace.clone(),
-        };
         let project = match request.project.as_deref() {
             Some("*") => None,
             Some(dir) => Some(crate::record::project::project_of(std::path::Path::new(
@@ -249,9 +290,7 @@ impl MemoryService {
         } else if request.project.is_none() {
             request.project = self.current_project.clone();
         }
-        if request.namespace.is_none() {
-            request.namespace.clone_from(&self.default_namespace);
-        }
+        request.namespace = self.search_namespace(request.namespace.as_deref())?;
         crate::flows::recall::recall(&engine, &request, &settings)
     }
 
@@ -264,19 +303,32 @@ impl MemoryService {
         lines: Option<usize>,
     ) -> Result<Option<Drilldown>> {
         let searcher = self.store.reader()?.searcher();
+        let visible = match crate::store::get_record(&searcher, self.store.fields(), id)? {
+            Some(record) => Some(self.may_read_namespace(&record.namespace)),
+            None => None,
+        };
+        if visible == Some(false) {
+            return Ok(None);
+        }
         // Through the store, so the read is counted like a CLI `get`.
-        let Some(record) = self.store.get(id)? else {
+        let live = match visible {
+            Some(true) => self.store.get(id)?,
+            _ => None,
+        };
+        let Some(record) = live else {
             // Not live: an archived record comes back alone (its messages, if
             // any are left after pruning, are archived too; `restore` brings
             // them back).
             let archived = crate::archive::Archive::new(self.store.root()).get(id)?;
-            return Ok(archived.map(|entry| Drilldown {
-                record: record_json(&entry.record),
-                messages: None,
-                from: None,
-                next_from: None,
-                truncated: false,
-            }));
+            return Ok(archived
+                .filter(|entry| self.may_read_namespace(&entry.record.namespace))
+                .map(|entry| Drilldown {
+                    record: record_json(&entry.record),
+                    messages: None,
+                    from: None,
+                    next_from: None,
+                    truncated: false,
+                }));
         };
         let mut out = Drilldown {
             record: record_json(&record),
@@ -306,6 +358,7 @@ impl MemoryService {
                         to: end.max(first),
                         limit: Some(page),
                         max_chars: Some(turns::DEFAULT_MESSAGE_CHARS),
+                        namespace: self.scope.clone(),
                     },
                 )?;
                 out.messages = Some(
@@ -320,13 +373,14 @@ impl MemoryService {
                 out.truncated = range.truncated;
                 return Ok(Some(out));
             }
-            let all = crate::store::browse::session_messages(
+            let mut all = crate::store::browse::session_messages(
                 &searcher,
                 self.store.fields(),
                 &session,
                 first,
                 end,
             )?;
+            all.retain(|message| self.may_read_namespace(&message.namespace));
             if all.len() > page {
                 out.next_from = all[page].fields.start_turn;
                 out.truncated = true;
@@ -343,12 +397,19 @@ impl MemoryService {
     pub fn add(&self, values: Vec<Value>) -> Result<AddOutcome> {
         let options = ParseOptions {
             added_at: crate::now_rfc3339(),
+            // A scoped service writes into its namespace (a record naming
+            // another one is refused below).
+            namespace: self.scope.clone(),
             ..ParseOptions::default()
         };
         let mut records: Vec<Record> = Vec::with_capacity(values.len());
         let mut problems: Vec<InputError> = Vec::new();
         for (i, value) in values.into_iter().enumerate() {
             let origin = Origin::file(format!("records[{i}]"));
+            if let Some(problem) = self.foreign_namespace(&value, &origin) {
+                problems.push(problem);
+                continue;
+            }
             match parse_record(value, &origin, &options) {
                 Ok(record) => records.push(record),
                 Err(problem) => problems.push(problem),
@@ -357,6 +418,7 @@ impl MemoryService {
         if !problems.is_empty() {
             return Err(Error::Input(InputErrors(problems)));
         }
+        self.refuse_archived_elsewhere(&records)?;
         let mut embedder = self.embedder.clone();
         let batch = crate::load::ReadBatch {
             records,
@@ -394,13 +456,51 @@ impl MemoryService {
                 to,
                 limit: Some(lines.unwrap_or(DEFAULT_PAGE)),
                 max_chars: Some(turns::DEFAULT_MESSAGE_CHARS),
+                namespace: self.scope.clone(),
             },
         )
     }
 
-    /// Record counts by kind, tier and namespace, and sizes on disk.
+    /// A record of a scoped service that names another namespace.
+    fn foreign_namespace(&self, value: &Value, origin: &Origin) -> Option<InputError> {
+        let scope = self.scope.as_deref()?;
+        let named = value.get("namespace").and_then(Value::as_str)?;
+        (named != scope).then(|| {
+            InputError::new(
+                origin,
+                Some("namespace"),
+                format!("this server is scoped to namespace `{scope}` (--namespace); it cannot add a record to namespace `{named}`"),
+            )
+        })
+    }
+
+    /// A scoped service's write must not supersede an archived record of
+    /// another namespace (live ones are checked by the store under its lock).
+    fn refuse_archived_elsewhere(&self, records: &[Record]) -> Result<()> {
+        let Some(scope) = self.scope.as_deref() else {
+            return Ok(());
+        };
+        let archive = crate::archive::Archive::new(self.store.root());
+        if !archive.exists() {
+            return Ok(());
+        }
+        for record in records {
+            if let Some(entry) = archive.get(&record.id)? {
+                if entry.record.namespace != scope {
+                    return Err(crate::store::scope::taken(&record.id, scope));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Record counts by kind, tier and namespace, and sizes on disk (for a
+    /// scoped service: the counts of its namespace only).
     pub fn stats(&self) -> Result<Stats> {
-        crate::tiers::stats(&self.store)
+        match &self.scope {
+            Some(scope) => crate::tiers::namespace_stats(&self.store, scope),
+            None => crate::tiers::stats(&self.store),
+        }
     }
 
     /// `used`, or why vectors are not used.

@@ -6,12 +6,12 @@
 //! that errors can name the file and line. Reading never stops at the first bad
 //! record: all problems are collected, so one run shows them all.
 
-use std::fs;
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::bounded::{Limit, Line, LineReader};
 use crate::error::{InputError, Origin};
 
 /// One JSON value read from the input, not yet validated as a record.
@@ -36,25 +36,29 @@ pub struct ReadOutcome {
     pub bytes: u64,
 }
 
-/// Reads all `paths`; `-` reads `stdin`. Records larger than `max_record_bytes` are
-/// reported as errors without being parsed.
-pub fn read_paths(paths: &[PathBuf], stdin: &mut dyn Read, max_record_bytes: usize) -> ReadOutcome {
+/// How much of the input may be read: per record and per whole file.
+#[derive(Debug, Clone, Copy)]
+pub struct InputLimits {
+    /// Largest record, in bytes of JSON; also the longest JSONL line kept (a
+    /// longer line is skipped unread and reported).
+    pub max_record_bytes: usize,
+    /// Largest JSON document read whole (a `.json` file, or stdin that is not
+    /// JSONL). JSONL is read line by line without a total limit.
+    pub file: Limit,
+}
+
+/// Reads all `paths`; `-` reads `stdin`. Records larger than
+/// `limits.max_record_bytes` are reported as errors without being parsed; a
+/// path that is not a regular file (a FIFO, a device) is refused unread.
+pub fn read_paths(paths: &[PathBuf], stdin: &mut dyn Read, limits: InputLimits) -> ReadOutcome {
     let mut out = ReadOutcome::default();
     for path in paths {
         if path.as_os_str() == "-" {
-            let mut bytes = Vec::new();
-            match stdin.read_to_end(&mut bytes) {
-                Ok(_) => read_bytes("-", &bytes, Shape::Sniff, max_record_bytes, &mut out),
-                Err(e) => out.errors.push(InputError::new(
-                    &Origin::file("-"),
-                    None,
-                    format!("cannot read stdin: {e}"),
-                )),
-            }
+            read_sniffed("-", std::io::BufReader::new(&mut *stdin), limits, &mut out);
         } else if path.is_dir() {
-            read_dir(path, max_record_bytes, &mut out);
+            read_dir(path, limits, &mut out);
         } else {
-            read_file(path, Shape::from_path(path), max_record_bytes, &mut out);
+            read_file(path, Shape::from_path(path), limits, &mut out);
         }
     }
     out
@@ -77,53 +81,111 @@ impl Shape {
     }
 }
 
-fn read_dir(dir: &Path, max_record_bytes: usize, out: &mut ReadOutcome) {
-    let mut files = Vec::new();
-    if let Err(e) = collect_files(dir, &mut files) {
-        out.errors.push(InputError::new(
-            &Origin::file(dir.display().to_string()),
-            None,
-            e,
-        ));
-        return;
-    }
-    files.sort();
+fn read_dir(dir: &Path, limits: InputLimits, out: &mut ReadOutcome) {
+    // Hidden entries (`.git`, editor files) are left out; symlinked folders
+    // are followed, each folder once (a loop of links ends).
+    let files = match crate::bounded::walk(dir, true, &|_| true) {
+        Ok(files) => files,
+        Err(e) => {
+            out.errors.push(InputError::new(
+                &Origin::file(dir.display().to_string()),
+                None,
+                format!("cannot read folder: {e}"),
+            ));
+            return;
+        }
+    };
     for file in files {
         match Shape::from_path(&file) {
             Shape::Sniff => out.skipped_files.push(file),
-            shape => read_file(&file, shape, max_record_bytes, out),
+            shape => read_file(&file, shape, limits, out),
         }
     }
 }
 
-/// Files under `dir`, recursively, skipping hidden entries (`.git`, editor files).
-fn collect_files(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
-    let entries = fs::read_dir(dir).map_err(|e| format!("cannot read folder: {e}"))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| format!("cannot read folder: {e}"))?;
-        let path = entry.path();
-        if entry.file_name().to_string_lossy().starts_with('.') {
-            continue;
-        }
-        if path.is_dir() {
-            collect_files(&path, files)?;
-        } else {
-            files.push(path);
-        }
-    }
-    Ok(())
-}
-
-fn read_file(path: &Path, shape: Shape, max_record_bytes: usize, out: &mut ReadOutcome) {
+fn read_file(path: &Path, shape: Shape, limits: InputLimits, out: &mut ReadOutcome) {
     let name = path.display().to_string();
-    match fs::read(path) {
-        Ok(bytes) => read_bytes(&name, &bytes, shape, max_record_bytes, out),
-        Err(e) => out.errors.push(InputError::new(
+    let opened = match shape {
+        // A JSON document is read whole: its size is checked before reading.
+        Shape::Json => crate::bounded::read_whole(path, limits.file, false).map(|bytes| {
+            out.bytes += bytes.len() as u64;
+            read_json(&name, &bytes, limits.max_record_bytes, out)
+        }),
+        _ => crate::bounded::open_regular(path).map(|(file, _)| {
+            let reader = std::io::BufReader::new(file);
+            if shape == Shape::Jsonl {
+                read_jsonl(&name, reader, 0, limits.max_record_bytes, out);
+            } else {
+                read_sniffed(&name, reader, limits, out);
+            }
+        }),
+    };
+    if let Err(e) = opened {
+        out.errors.push(InputError::new(
             &Origin::file(&name),
             None,
-            format!("cannot read: {e}"),
-        )),
+            format!("cannot read: {}", without_path(&e, path)),
+        ));
     }
+}
+
+/// An error's message without the path it starts with (the origin names it).
+fn without_path(error: &crate::error::Error, path: &Path) -> String {
+    let text = error.to_string();
+    let prefix = format!("{}: ", path.display());
+    text.strip_prefix(&prefix)
+        .map(str::to_string)
+        .unwrap_or(text)
+}
+
+/// Reads JSON or JSONL, told apart by [`sniff`]: up to `limits.file` is read
+/// first; input longer than that must be JSONL, whose remaining lines are
+/// then read one at a time.
+fn read_sniffed(name: &str, mut reader: impl BufRead, limits: InputLimits, out: &mut ReadOutcome) {
+    let mut head = Vec::new();
+    let read = (&mut reader)
+        .take(limits.file.bytes.saturating_add(1))
+        .read_to_end(&mut head);
+    if let Err(e) = read {
+        out.errors.push(InputError::new(
+            &Origin::file(name),
+            None,
+            format!("cannot read: {e}"),
+        ));
+        return;
+    }
+    if head.len() as u64 <= limits.file.bytes {
+        return read_bytes(name, &head, Shape::Sniff, limits.max_record_bytes, out);
+    }
+    if sniff(&head) != Shape::Jsonl {
+        let error = limits.file.exceeded(
+            Path::new(name),
+            format!(
+                "a JSON document of more than {}",
+                human_bytes(limits.file.bytes)
+            ),
+        );
+        out.errors.push(InputError::new(
+            &Origin::file(name),
+            None,
+            error.to_string(),
+        ));
+        return;
+    }
+    // JSONL: the whole lines read so far, then the rest line by line.
+    let cut = head.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let partial = head.split_off(cut);
+    let lines = head.iter().filter(|&&b| b == b'\n').count();
+    read_jsonl(name, &head[..], 0, limits.max_record_bytes, out);
+    drop(head);
+    let rest = std::io::Cursor::new(partial).chain(reader);
+    read_jsonl(
+        name,
+        std::io::BufReader::new(rest),
+        lines,
+        limits.max_record_bytes,
+        out,
+    );
 }
 
 fn read_bytes(
@@ -133,14 +195,16 @@ fn read_bytes(
     max_record_bytes: usize,
     out: &mut ReadOutcome,
 ) {
-    out.bytes += bytes.len() as u64;
     let shape = match shape {
         Shape::Sniff => sniff(bytes),
         other => other,
     };
     match shape {
-        Shape::Jsonl => read_jsonl(name, bytes, max_record_bytes, out),
-        _ => read_json(name, bytes, max_record_bytes, out),
+        Shape::Jsonl => read_jsonl(name, bytes, 0, max_record_bytes, out),
+        _ => {
+            out.bytes += bytes.len() as u64;
+            read_json(name, bytes, max_record_bytes, out)
+        }
     }
 }
 
@@ -189,10 +253,40 @@ fn push_sized(origin: Origin, value: Value, max_record_bytes: usize, out: &mut R
     }
 }
 
-fn read_jsonl(name: &str, bytes: &[u8], max_record_bytes: usize, out: &mut ReadOutcome) {
-    for (index, line) in bytes.split(|&b| b == b'\n').enumerate() {
-        let origin = Origin::line(name, index + 1);
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
+/// Reads JSONL from `reader`, whose first line is line `before + 1`: each
+/// line at most `max_record_bytes` is parsed; a longer one is reported and
+/// skipped without being kept.
+fn read_jsonl(
+    name: &str,
+    reader: impl BufRead,
+    before: usize,
+    max_record_bytes: usize,
+    out: &mut ReadOutcome,
+) {
+    let mut lines = LineReader::new(reader, max_record_bytes.saturating_add(1));
+    loop {
+        let line = match lines.next_line() {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(e) => {
+                out.errors.push(InputError::new(
+                    &Origin::line(name, before + lines.line + 1),
+                    None,
+                    format!("cannot read: {e}"),
+                ));
+                break;
+            }
+        };
+        let origin = Origin::line(name, before + lines.line);
+        let line = match line {
+            Line::Whole(line) => line,
+            Line::TooLong(length) => {
+                out.errors
+                    .push(too_large(&origin, length as usize, max_record_bytes));
+                continue;
+            }
+        };
+        let line = line.strip_suffix(b"\r").unwrap_or(&line);
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
@@ -213,6 +307,7 @@ fn read_jsonl(name: &str, bytes: &[u8], max_record_bytes: usize, out: &mut ReadO
             Err(e) => out.errors.push(json_error(&origin, &e)),
         }
     }
+    out.bytes += lines.bytes;
 }
 
 fn decode_utf8<'a>(bytes: &'a [u8], origin: &Origin) -> Result<&'a str, InputError> {
@@ -272,21 +367,7 @@ fn too_large(origin: &Origin, size: usize, limit: usize) -> InputError {
     )
 }
 
-/// `1536` → `1.5 KiB`.
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
+pub use crate::bounded::human_bytes;
 
 #[cfg(test)]
 mod tests {

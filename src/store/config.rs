@@ -153,17 +153,39 @@ pub enum EmbedOnAdd {
     Later,
 }
 
-/// Size limits and the writer lock's timeout.
+/// Size limits and the writer lock's timeout (see `docs/reliability.md` for
+/// what a user sees when one is hit).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Limits {
-    /// Largest accepted record, in bytes of JSON.
+    /// Largest accepted record, in bytes of JSON (also the longest line of a
+    /// JSONL file of records).
     pub max_record_bytes: usize,
     /// Longest accepted query, in bytes.
     pub max_query_bytes: usize,
     /// How long a writer waits for another writer to finish, in seconds.
     pub lock_timeout_secs: f64,
+    /// Largest file read whole: a transcript (gzipped ones after
+    /// decompression, which stops there), a `.json` file of records, a JSON
+    /// document on stdin, a QMD markdown file. Decided from the file's size
+    /// before reading. JSONL files of records are read line by line and have
+    /// no total limit (an export of a large store must load again).
+    pub max_file_bytes: u64,
+    /// Largest markdown file a QMD collection indexes (and `memory_get {path}`
+    /// serves); a larger one is skipped and named in `qmd update`'s report,
+    /// the collection's other files are indexed.
+    pub max_markdown_bytes: u64,
+    /// Longest line the MCP server reads (one JSON-RPC request); a longer one
+    /// is answered with error -32600 naming this setting.
+    pub max_mcp_request_bytes: usize,
+    /// Most records one MCP `memory_add` call may carry.
+    pub max_add_records_per_call: usize,
+    /// Most bytes of record JSON one MCP `memory_add` call may carry.
+    pub max_add_bytes_per_call: usize,
 }
+
+/// [`Limits::max_file_bytes`] by default, also for readers without a store.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -171,6 +193,29 @@ impl Default for Limits {
             max_record_bytes: 8 * 1024 * 1024,
             max_query_bytes: 64 * 1024,
             lock_timeout_secs: 30.0,
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            max_markdown_bytes: 16 * 1024 * 1024,
+            max_mcp_request_bytes: 16 * 1024 * 1024,
+            max_add_records_per_call: 1000,
+            max_add_bytes_per_call: 16 * 1024 * 1024,
+        }
+    }
+}
+
+impl Limits {
+    /// [`Limits::max_markdown_bytes`] as a [`crate::bounded::Limit`].
+    pub fn markdown_limit(&self) -> crate::bounded::Limit {
+        crate::bounded::Limit {
+            bytes: self.max_markdown_bytes,
+            setting: "limits.max_markdown_bytes",
+        }
+    }
+
+    /// [`Limits::max_file_bytes`] as a [`crate::bounded::Limit`].
+    pub fn file_limit(&self) -> crate::bounded::Limit {
+        crate::bounded::Limit {
+            bytes: self.max_file_bytes,
+            setting: "limits.max_file_bytes",
         }
     }
 }

@@ -46,7 +46,7 @@ impl WriterLock {
             if started.elapsed() >= timeout {
                 return Err(Error::LockTimeout {
                     path: path.parent().unwrap_or(path).to_path_buf(),
-                    waited_secs: started.elapsed().as_secs_f64(),
+                    timeout_secs: timeout.as_secs_f64(),
                 });
             }
             thread::sleep(POLL);

@@ -22,6 +22,7 @@ mod limits;
 pub mod lock;
 pub mod rescue;
 mod rules;
+pub mod scope;
 pub mod tier;
 pub mod tombstones;
 pub mod verify;
@@ -35,7 +36,7 @@ use serde::Serialize;
 use tantivy::schema::IndexRecordOption;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
 
-pub use config::{Config, FORMAT_VERSION};
+pub use config::{Config, DEFAULT_MAX_FILE_BYTES, FORMAT_VERSION};
 pub use guard::TierGuard;
 use lock::WriterLock;
 
@@ -65,6 +66,8 @@ pub struct Store {
     fields: IndexFields,
     /// The tiers layer's steps inside every write (see [`guard`]).
     guard: &'static dyn TierGuard,
+    /// The namespace this store's writes are confined to (see [`scope`]).
+    scope: Option<String>,
 }
 
 /// `record` with the access history (`access_count`, `last_accessed`) of the
@@ -237,6 +240,7 @@ impl Store {
             index,
             fields,
             guard,
+            scope: None,
         })
     }
 
@@ -339,6 +343,7 @@ impl Store {
             seconds
         };
         limits::check_record_sizes(&records, self.config.limits.max_record_bytes)?;
+        scope::check_records(&records, self.scope())?;
         let (mut records, duplicate_ids) = last_version_per_id(records);
         let mut report = AddReport {
             duplicate_ids,
@@ -379,6 +384,9 @@ impl Store {
                         Some(address) => Some(self.fields.record(&searcher.doc(address)?)?),
                         None => None,
                     };
+                    if let Some(stored) = &stored {
+                        scope::check_replaced(stored, self.scope())?;
+                    }
                     writer.delete_term(Term::from_field_text(self.fields.id, &record.id));
                     updated += 1;
                     match stored {

@@ -19,12 +19,33 @@ use crate::error::Result;
 use crate::store::lock::WriterLock;
 use crate::store::Store;
 
-/// The archive checks, against the L2 `searcher`.
-pub fn checks(store: &Store, searcher: &Searcher) -> Result<Vec<Check>> {
+/// The archive checks, against the L2 `searcher`, and the one pending item
+/// an interrupted (or running) tier operation makes: what such an operation
+/// leaves half done (its ids in both tiers or in neither index, a torn tail
+/// of a file it appended to) is that item, not a list of failures.
+pub fn checks(store: &Store, searcher: &Searcher) -> Result<(Vec<Check>, Option<String>)> {
     let archive = Archive::new(store.root());
     if !archive.exists() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     }
+    let journal = archive.read_journal()?;
+    let pending = match &journal {
+        Some(journal) => Some(pending_operation(store, &archive, journal)?),
+        None => None,
+    };
+    let journal_ids: HashSet<&str> = journal
+        .iter()
+        .flat_map(|j| j.ids.iter().map(String::as_str))
+        .collect();
+    let journal_files: HashSet<&str> = journal
+        .iter()
+        .flat_map(|j| j.files.iter().map(String::as_str))
+        .collect();
+    // Problems an unfinished operation explains are left to it.
+    let explained = |id: Option<&str>| match id {
+        Some(id) => journal_ids.contains(id),
+        None => journal.is_some(),
+    };
     let mut frame_problems = Vec::new();
     let mut tier_problems = Vec::new();
     let (mut frames, mut records) = (0usize, 0usize);
@@ -45,9 +66,11 @@ pub fn checks(store: &Store, searcher: &Searcher) -> Result<Vec<Check>> {
             ));
         }
         if let crate::archive::frame::Tail::Torn { offset } = read.scan.tail {
-            frame_problems.push(format!(
-                "{file}.jsonl.zst: torn tail at byte {offset} (an interrupted write; `repair` cuts it)"
-            ));
+            if !journal_files.contains(file.as_str()) {
+                frame_problems.push(format!(
+                    "{file}.jsonl.zst: torn tail at byte {offset} (an interrupted write; `repair` cuts it)"
+                ));
+            }
         }
         for (offset, entry) in read.entries {
             records += 1;
@@ -55,26 +78,27 @@ pub fn checks(store: &Store, searcher: &Searcher) -> Result<Vec<Check>> {
             if where_archived
                 .insert(id.clone(), (file.clone(), offset))
                 .is_some()
+                && !explained(Some(&id))
             {
                 tier_problems.push(format!("{id} is archived more than once"));
             }
         }
     }
     let live = store.live_ids(searcher, where_archived.keys())?;
-    for id in &live {
+    for id in live.iter().filter(|id| !explained(Some(id.as_str()))) {
         tier_problems.push(format!("{id} is both in L2 and archived"));
     }
-    if archive.read_journal()?.is_some() {
-        tier_problems.push("an interrupted archive operation awaits recovery".into());
-    }
     match L3Index::open_existing(&archive)? {
-        None if !where_archived.is_empty() => {
+        None if !where_archived.is_empty() && !explained(None) => {
             tier_problems.push("archived records but no L3 index".into())
         }
         None => {}
         Some(l3) => {
             let l3_searcher = l3.reader()?.searcher();
             for (id, (file, offset)) in &where_archived {
+                if explained(Some(id)) {
+                    continue;
+                }
                 match locate(&l3_searcher, l3.fields(), id)? {
                     Some(at) if at.file == *file && at.offset == *offset => {}
                     Some(at) => tier_problems.push(format!(
@@ -85,7 +109,7 @@ pub fn checks(store: &Store, searcher: &Searcher) -> Result<Vec<Check>> {
                 }
             }
             let indexed = l3_searcher.num_docs() as usize;
-            if indexed != where_archived.len() {
+            if indexed != where_archived.len() && !explained(None) {
                 tier_problems.push(format!(
                     "the L3 index has {indexed} records, the archive files {}",
                     where_archived.len()
@@ -93,7 +117,7 @@ pub fn checks(store: &Store, searcher: &Searcher) -> Result<Vec<Check>> {
             }
         }
     }
-    Ok(vec![
+    let checks = vec![
         check(
             "archive frames",
             &frame_problems,
@@ -102,9 +126,47 @@ pub fn checks(store: &Store, searcher: &Searcher) -> Result<Vec<Check>> {
         check(
             "one tier per record",
             &tier_problems,
-            format!("{records} archived records, none also in L2, all indexed"),
+            if pending.is_some() {
+                format!("{records} archived records; those of the pending operation aside, none also in L2, all indexed")
+            } else {
+                format!("{records} archived records, none also in L2, all indexed")
+            },
         ),
-    ])
+    ];
+    Ok((checks, pending))
+}
+
+/// The pending item of a journalled tier operation: interrupted (the next
+/// writer finishes it) or running (another process holds the writer lock).
+fn pending_operation(
+    store: &Store,
+    archive: &Archive,
+    journal: &crate::archive::Journal,
+) -> Result<String> {
+    let records = journal.ids.len();
+    let what = format!(
+        "{} {} of {records} record{}",
+        if journal.op.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        },
+        journal.op,
+        if records == 1 { "" } else { "s" }
+    );
+    let running = crate::store::lock::try_lock_file(&store.root().join("LOCK"))?.is_none();
+    if running {
+        return Ok(format!(
+            "{what} is running (another process holds the writer lock); verify again once it is done"
+        ));
+    }
+    let since = archive
+        .journal_modified()
+        .map(|secs| format!(" at {}", crate::record::parse::format_time(secs)))
+        .unwrap_or_default();
+    Ok(format!(
+        "{what} was interrupted{since}; the next write to the store finishes it, or run `knowledge-db upkeep` now"
+    ))
 }
 
 fn check(name: &'static str, problems: &[String], fine: String) -> Check {

@@ -166,6 +166,29 @@ pub struct Stats {
     pub tiers: Vec<TierStats>,
 }
 
+/// [`stats`] as a server scoped to `namespace` may give it: record counts
+/// (in all, by kind, by tier, by namespace, per tier) and the time range of
+/// that namespace's records only; sizes on disk and vector coverage stay the
+/// store's.
+pub fn namespace_stats(store: &Store, namespace: &str) -> Result<Stats> {
+    let mut stats = stats(store)?;
+    let mut counts =
+        crate::index::ColumnCounts::of_namespace(&store.reader()?.searcher(), Some(namespace))?;
+    counts.merge(&crate::archive::l3_counts(store.root(), namespace)?);
+    stats.records = counts.by_namespace.values().sum();
+    stats.oldest = counts.oldest.map(format_time);
+    stats.newest = counts.newest.map(format_time);
+    for tier in &mut stats.tiers {
+        tier.records = counts.by_tier.get(tier.tier).copied().unwrap_or(0);
+        tier.oldest = None;
+        tier.newest = None;
+    }
+    stats.by_kind = counts.by_kind;
+    stats.by_tier = counts.by_tier;
+    stats.by_namespace = counts.by_namespace;
+    Ok(stats)
+}
+
 /// Record counts by kind, tier, namespace, project and origin over both
 /// tiers, and sizes on disk.
 pub fn stats(store: &Store) -> Result<Stats> {

@@ -37,6 +37,11 @@ pub struct VerifyReport {
     pub ok: bool,
     /// Each check and what it found.
     pub checks: Vec<Check>,
+    /// A tier operation (archive, restore, prune, supersede) that was
+    /// interrupted or is running: one item, not a failure; what it left half
+    /// done is not counted among the checks' problems.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending: Option<String>,
 }
 
 /// What `repair` did.
@@ -77,6 +82,7 @@ pub fn verify_root(root: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<Ve
             ),
             rebuildable: Vec::new(),
         }],
+        pending: None,
     })
 }
 
@@ -114,13 +120,15 @@ pub fn repair_root(
 pub fn verify(store: &Store, progress: &mut dyn FnMut(u64, u64)) -> Result<VerifyReport> {
     let searcher = store.reader()?.searcher();
     let mut checks = l2_checks(store, &searcher, progress)?;
-    checks.extend(super::checks::checks(store, &searcher)?);
+    let (archive_checks, pending) = super::checks::checks(store, &searcher)?;
+    checks.extend(archive_checks);
     checks.push(file_modes(store.root()));
     Ok(VerifyReport {
         store: store.root().to_path_buf(),
         records: searcher.num_docs(),
         ok: checks.iter().all(|c| c.ok),
         checks,
+        pending,
     })
 }
 

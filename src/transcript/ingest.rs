@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::{
-    read_bytes, read_slice, Block, Format, Message, ReadFrom, Role, Skipped, Transcript, TurnAnchor,
+    read_bytes, read_bytes_within, read_slice, Block, Format, Limit, Message, ReadFrom, Role,
+    Skipped, Transcript, TurnAnchor,
 };
 use crate::embed::Embedder;
 use crate::error::{Error, Origin, Result};
@@ -512,7 +513,8 @@ pub fn ingest(
             _ => None,
         };
         let t = Instant::now();
-        let (part, mut transcript) = read_new_part(path, saved, options.format)?;
+        let limit = store.map_or(super::DEFAULT_LIMIT, |s| s.config().limits.file_limit());
+        let (part, mut transcript) = read_new_part(path, saved, options.format, limit)?;
         parse_time += t.elapsed();
         let earlier = part.earlier.clone();
         if transcript.is_subagent() {
@@ -713,8 +715,9 @@ fn read_new_part(
     path: &Path,
     saved: Option<IngestState>,
     format: Option<Format>,
+    limit: Limit,
 ) -> Result<(Part, Transcript)> {
-    let (part, mut transcript) = read_part(path, saved.clone(), format)?;
+    let (part, mut transcript) = read_part(path, saved.clone(), format, limit)?;
     // Resumed after a header that named the working directory.
     if transcript.cwd.is_none() && transcript.start_offset > 0 {
         transcript.cwd = saved.and_then(|s| s.cwd);
@@ -726,9 +729,10 @@ fn read_part(
     path: &Path,
     saved: Option<IngestState>,
     format: Option<Format>,
+    limit: Limit,
 ) -> Result<(Part, Transcript)> {
     if let Some(state) = &saved {
-        if let Some(part) = grown_part(path, state)? {
+        if let Some(part) = grown_part(path, state, limit)? {
             let from = ReadFrom {
                 offset: 0,
                 prompts_before: state.prompts_before,
@@ -739,7 +743,7 @@ fn read_part(
             return Ok((part, transcript));
         }
     }
-    let bytes = read_bytes(path)?;
+    let bytes = read_bytes_within(path, limit)?;
     let (from, earlier) = match saved {
         Some(state) => resume_point(state, &bytes),
         None => (ReadFrom::default(), None),
@@ -757,7 +761,7 @@ fn read_part(
 /// The bytes a plain file gained since `state` was saved, or `None` when
 /// it must be read whole (compressed, shorter, rewritten before the offset,
 /// or a state without the tail hash).
-fn grown_part(path: &Path, state: &IngestState) -> Result<Option<Part>> {
+fn grown_part(path: &Path, state: &IngestState, limit: Limit) -> Result<Option<Part>> {
     let (Some(tail_hash), Some(lines), Some(filled_lines)) = (
         state.tail_hash,
         state.lines_before,
@@ -765,11 +769,20 @@ fn grown_part(path: &Path, state: &IngestState) -> Result<Option<Part>> {
     ) else {
         return Ok(None);
     };
-    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    // A FIFO or a device is refused before it is opened for reading.
+    let (mut file, len) = crate::bounded::open_regular(path)?;
     let offset = state.resume_offset;
     if len < offset || is_gzip(&mut file, path)? {
         return Ok(None);
+    }
+    if len - offset > limit.bytes {
+        return Err(limit.exceeded(
+            path,
+            format!(
+                "the part added since the last read is {}",
+                crate::bounded::human_bytes(len - offset)
+            ),
+        ));
     }
     let start = offset.saturating_sub(TAIL_BYTES);
     let mut window = read_range(&mut file, path, start, offset - start)?;
@@ -1047,7 +1060,13 @@ mod tests {
             for end in ends {
                 // The file grows to `end` (a cut may fall inside a line).
                 std::fs::write(&file, &bytes[..end]).unwrap();
-                let (part, t) = read_new_part(&file, saved.clone(), Some(Format::ClaudeCode)).unwrap();
+                let (part, t) = read_new_part(
+                    &file,
+                    saved.clone(),
+                    Some(Format::ClaudeCode),
+                    super::super::DEFAULT_LIMIT,
+                )
+                .unwrap();
                 for m in &t.messages {
                     seen.insert(m.uuid.clone().unwrap(), m.turn_index);
                     seen_places.insert(m.uuid.clone().unwrap(), (m.line, m.byte_offset));

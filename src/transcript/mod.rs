@@ -19,12 +19,12 @@ pub mod ingest;
 pub mod openclaw;
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::bounded::Limit;
 use crate::error::{Error, Result};
 
 /// Who speaks in a message.
@@ -414,6 +414,10 @@ pub struct Skipped {
     pub not_messages: BTreeMap<String, usize>,
     /// Extra JSON values found glued onto one line (a torn write); each was read.
     pub glued_values: usize,
+    /// Bytes that were not UTF-8, each run replaced by U+FFFD; the lines
+    /// holding them were read, not skipped.
+    #[serde(default)]
+    pub invalid_utf8_bytes: usize,
 }
 
 impl Skipped {
@@ -426,6 +430,7 @@ impl Skipped {
     pub fn merge(&mut self, other: &Skipped) {
         self.non_json += other.non_json;
         self.glued_values += other.glued_values;
+        self.invalid_utf8_bytes += other.invalid_utf8_bytes;
         for (k, v) in &other.unknown_types {
             *self.unknown_types.entry(k.clone()).or_default() += v;
         }
@@ -582,18 +587,25 @@ pub fn read_file(path: &Path, format: Option<Format>, from: ReadFrom) -> Result<
     read_slice(path, &bytes, format, from)
 }
 
-/// The file's bytes, decompressed when it is gzipped (by name or magic number).
+/// The limit on a transcript's (decompressed) size when the caller has no
+/// store config: `limits.max_file_bytes`' default.
+pub const DEFAULT_LIMIT: Limit = Limit {
+    bytes: crate::store::DEFAULT_MAX_FILE_BYTES,
+    setting: "limits.max_file_bytes",
+};
+
+/// The file's bytes, decompressed when it is gzipped (by magic number), within
+/// [`DEFAULT_LIMIT`]; see [`read_bytes_within`].
 pub fn read_bytes(path: &Path) -> Result<Vec<u8>> {
-    let raw = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    if raw.starts_with(&[0x1f, 0x8b]) {
-        let mut out = Vec::with_capacity(raw.len() * 6);
-        flate2::read::MultiGzDecoder::new(&raw[..])
-            .read_to_end(&mut out)
-            .map_err(|e| Error::io(path, e))?;
-        Ok(out)
-    } else {
-        Ok(raw)
-    }
+    read_bytes_within(path, DEFAULT_LIMIT)
+}
+
+/// The file's bytes, decompressed when it is gzipped (by magic number). Only a
+/// regular file is read (a FIFO or `/dev/zero` is refused before it is
+/// opened for reading); one larger than `limit` is refused from its size,
+/// before it is read, and decompression stops once it passes `limit`.
+pub fn read_bytes_within(path: &Path, limit: Limit) -> Result<Vec<u8>> {
+    crate::bounded::read_whole(path, limit, true)
 }
 
 /// Reads a transcript from bytes already in memory.
@@ -653,6 +665,11 @@ pub fn read_slice(
     Ok(builder.finish(path, format, stem, bytes.len(), start, end))
 }
 
+/// Bytes of `bytes` that are not part of valid UTF-8.
+fn invalid_utf8_bytes(bytes: &[u8]) -> usize {
+    bytes.utf8_chunks().map(|chunk| chunk.invalid().len()).sum()
+}
+
 fn count_lines(bytes: &[u8]) -> usize {
     bytes.iter().filter(|&&b| b == b'\n').count()
 }
@@ -671,11 +688,22 @@ fn file_stem(path: &Path) -> String {
 }
 
 /// Parses one line, which may hold several JSON values glued together by a torn write.
+/// Bytes that are not UTF-8 become U+FFFD (counted), so one bad byte does
+/// not lose the message around it.
 fn parse_line(line: &[u8], parser: &mut dyn LineParser, builder: &mut Builder) {
     let trimmed = line.trim_ascii();
     if trimmed.is_empty() {
         return;
     }
+    let repaired;
+    let trimmed = match std::str::from_utf8(trimmed) {
+        Ok(_) => trimmed,
+        Err(_) => {
+            builder.skipped.invalid_utf8_bytes += invalid_utf8_bytes(trimmed);
+            repaired = String::from_utf8_lossy(trimmed).into_owned();
+            repaired.as_bytes()
+        }
+    };
     let mut values = serde_json::Deserializer::from_slice(trimmed).into_iter::<Value>();
     let mut read_any = false;
     loop {
@@ -803,7 +831,9 @@ pub fn detect_format(bytes: &[u8]) -> Option<Format> {
         return Some(Format::Generic);
     }
     for line in bytes.split(|&b| b == b'\n').take(50) {
-        let Ok(value) = serde_json::from_slice::<Value>(line.trim_ascii()) else {
+        // Read like `parse_line` reads it: bytes that are not UTF-8 replaced.
+        let line = String::from_utf8_lossy(line.trim_ascii());
+        let Ok(value) = serde_json::from_str::<Value>(&line) else {
             continue;
         };
         let kind = value.get("type").and_then(Value::as_str).unwrap_or("");
@@ -918,12 +948,14 @@ fn str_of(value: &Value, key: &str) -> Option<String> {
 }
 
 /// Transcript files under `paths`: files as given, folders searched recursively
-/// for `.jsonl`, `.jsonl.gz` and `.json`, sorted by path.
+/// for `.jsonl`, `.jsonl.gz` and `.json`, sorted by path. Symlinks are
+/// followed, but each folder is entered once (see `crate::bounded::walk`), so
+/// links that form a loop do not make the walk endless.
 pub fn find_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for path in paths {
         if path.is_dir() {
-            walk(path, &mut out)?;
+            out.extend(crate::bounded::walk(path, false, &is_transcript_name)?);
         } else if path.exists() {
             out.push(path.clone());
         } else {
@@ -936,23 +968,9 @@ pub fn find_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| Error::io(dir, e))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            walk(&path, out)?;
-        } else {
-            let name = path.to_string_lossy();
-            if name.ends_with(".jsonl") || name.ends_with(".jsonl.gz") || name.ends_with(".json") {
-                out.push(path);
-            }
-        }
-    }
-    Ok(())
+fn is_transcript_name(path: &Path) -> bool {
+    let name = path.to_string_lossy();
+    name.ends_with(".jsonl") || name.ends_with(".jsonl.gz") || name.ends_with(".json")
 }
 
 #[cfg(test)]
@@ -988,6 +1006,16 @@ mod tests {
             .unwrap();
             assert_eq!((t.messages.len(), t.end_offset), (0, 0), "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn invalid_utf8_inside_a_message_is_replaced_not_dropped() {
+        let text = b"{\"role\":\"user\",\"content\":\"caf\xe9 \xff\xfe ok\"}\n";
+        let t = read_slice(Path::new("x.jsonl"), text, None, ReadFrom::default()).unwrap();
+        assert_eq!(t.messages.len(), 1);
+        assert_eq!(t.messages[0].text(), "caf\u{fffd} \u{fffd}\u{fffd} ok");
+        assert_eq!(t.skipped.non_json, 0);
+        assert_eq!(t.skipped.invalid_utf8_bytes, 3);
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub mod cold;
 pub mod extract;
 pub mod preserve;
 pub mod queue;
+mod read;
 pub mod recall;
 pub mod reminder;
 pub mod session;
@@ -37,7 +38,7 @@ pub mod terms;
 pub mod turns;
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -47,16 +48,14 @@ use serde_json::{json, Value};
 
 use self::cold::{ColdItem, HOOK_SOURCE};
 use self::queue::Queue;
-use self::session::{SessionState, STATE_VERSION};
+pub use self::read::{update_state, ReadReport};
+use self::session::SessionState;
 use crate::error::{Error, Origin, Result};
 use crate::record::{parse_record, ParseOptions};
 use crate::store::Store;
-use crate::transcript::{read_slice, Format, ReadFrom};
 
 /// The log file's size past which it is rotated (to `hooks.log.1`).
 const MAX_LOG_BYTES: u64 = 1024 * 1024;
-/// Bytes before the read offset whose hash tells whether the file was rewritten.
-const TAIL_BYTES: u64 = 256;
 /// Longest a hook waits for the store's writer lock: a busy store (a long
 /// `add`) must not hold up the agent; the items are stored at a later check.
 const MAX_LOCK_WAIT: Duration = Duration::from_secs(2);
@@ -84,6 +83,10 @@ pub struct HookSettings {
     pub queue_dir: Option<String>,
     /// A batch still pending is announced again after this many assistant turns.
     pub remind_after_turns: u64,
+    /// Most transcript bytes one hook call reads (from where the last call
+    /// stopped); a longer backlog is read over the next calls, and a single
+    /// line longer than this is skipped.
+    pub max_read_bytes: u64,
     /// Store the session's messages as the transcript grows (Stop,
     /// SessionEnd, PreCompact and the compression checks).
     pub capture: bool,
@@ -104,6 +107,7 @@ impl Default for HookSettings {
             namespace: crate::record::DEFAULT_NAMESPACE.to_string(),
             queue_dir: None,
             remind_after_turns: 20,
+            max_read_bytes: 64 * 1024 * 1024,
             capture: true,
             capture_lock_wait_secs: 2.0,
         }
@@ -271,13 +275,34 @@ impl HookFiles {
         let line = format!(
             "{} {command} session={} {}\n",
             crate::now_rfc3339(),
-            session_id.unwrap_or("-"),
-            message.replace('\n', " | ")
+            escape_controls(session_id.unwrap_or("-")),
+            escape_controls(&message.replace('\n', " | "))
         );
         if let Ok(mut file) = OpenOptions::new().create(true).append(true).open(&path) {
             let _ = file.write_all(line.as_bytes());
         }
     }
+}
+
+/// `text` on one line with no control character left: each becomes `\n`,
+/// `\t`, `\r` or `\u{..}`, so a value from the hook input (a session id with
+/// a newline, a terminal escape) cannot forge a line of `hooks.log` or
+/// rewrite the terminal that shows it.
+pub fn escape_controls(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// After `forget --session`: removes the hooks' files of the session (its
@@ -345,102 +370,6 @@ fn save_state(files: &HookFiles, session_id: &str, state: &SessionState) -> Resu
     let bytes =
         serde_json::to_vec(state).map_err(|e| Error::io(&path, std::io::Error::other(e)))?;
     crate::files::replace(&path, &bytes, crate::files::Durability::Atomic)
-}
-
-/// What reading the transcript's new bytes did.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ReadReport {
-    /// The transcript byte offset this read started at (0 after a restart).
-    pub start_offset: u64,
-    /// Bytes read and folded in: whole lines only (a partial last line is read next time).
-    pub bytes_read: u64,
-    /// Transcript messages in those bytes.
-    pub messages: usize,
-    /// The saved state did not match the file (rewritten, another file): read from 0.
-    pub restarted: bool,
-}
-
-/// Loads the session's state and folds the transcript's new bytes into it.
-pub fn update_state(
-    files: &HookFiles,
-    input: &HookInput,
-    settings: &HookSettings,
-) -> Result<(SessionState, ReadReport)> {
-    let transcript = input.transcript()?;
-    let saved: Option<SessionState> = match read_json(&files.state(&input.session_id)) {
-        Ok(state) => state,
-        Err(e) => {
-            // A damaged state is rebuilt from the transcript, not fatal.
-            files.log_line(
-                "state",
-                Some(&input.session_id),
-                &format!("{e}; rebuilding"),
-            );
-            None
-        }
-    };
-    let mut report = ReadReport::default();
-    let mut state = match saved {
-        Some(s) if s.version == STATE_VERSION && s.transcript == transcript => s,
-        Some(_) => {
-            report.restarted = true;
-            SessionState::new(&input.session_id, transcript.to_path_buf())
-        }
-        None => SessionState::new(&input.session_id, transcript.to_path_buf()),
-    };
-    if let Some(cwd) = &input.cwd {
-        state.cwd = Some(cwd.display().to_string());
-    }
-    let mut file = File::open(transcript).map_err(|e| Error::io(transcript, e))?;
-    let len = file.metadata().map_err(|e| Error::io(transcript, e))?.len();
-    if state.offset > 0
-        && (len < state.offset
-            || tail_hash(&mut file, transcript, state.offset)? != state.tail_hash)
-    {
-        report.restarted = true;
-        state = SessionState::new(&input.session_id, transcript.to_path_buf());
-    }
-    let mut bytes = Vec::with_capacity((len - state.offset) as usize);
-    file.seek(SeekFrom::Start(state.offset))
-        .map_err(|e| Error::io(transcript, e))?;
-    file.read_to_end(&mut bytes)
-        .map_err(|e| Error::io(transcript, e))?;
-    // Only whole lines: a line still being written is read next time.
-    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    bytes.truncate(whole);
-    report.start_offset = state.offset;
-    report.bytes_read = whole as u64;
-    if whole > 0 {
-        let from = ReadFrom {
-            offset: 0,
-            prompts_before: state.prompts,
-            session_id: Some(input.session_id.clone()),
-        };
-        let mut read = read_slice(transcript, &bytes, Some(Format::ClaudeCode), from)?;
-        report.messages = read.messages.len();
-        // Lines are numbered from the file's start, not from this read's.
-        for message in &mut read.messages {
-            message.line += state.lines as usize;
-        }
-        if state.cwd.is_none() {
-            state.cwd.clone_from(&read.cwd);
-        }
-        state.observe(&read.messages, settings.recent_turns);
-        state.lines += bytes.iter().filter(|&&b| b == b'\n').count() as u64;
-        state.offset += whole as u64;
-        state.tail_hash = tail_hash(&mut file, transcript, state.offset)?;
-    }
-    Ok((state, report))
-}
-
-/// xxh3 of the up to [`TAIL_BYTES`] bytes before `offset`.
-fn tail_hash(file: &mut File, path: &Path, offset: u64) -> Result<u64> {
-    let start = offset.saturating_sub(TAIL_BYTES);
-    let mut buf = vec![0u8; (offset - start) as usize];
-    file.seek(SeekFrom::Start(start))
-        .map_err(|e| Error::io(path, e))?;
-    file.read_exact(&mut buf).map_err(|e| Error::io(path, e))?;
-    Ok(xxhash_rust::xxh3::xxh3_64(&buf))
 }
 
 /// How full the context is: tokens, their share of the window, and where the
@@ -919,6 +848,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::transcript::{read_slice, Format, ReadFrom};
 
     fn fixture() -> Vec<u8> {
         let path =

@@ -157,43 +157,65 @@ fn summary_line(id: &str, record: &Value) -> String {
 }
 
 /// `git diff --stat HEAD` of `cwd` when it is a git work tree, within `GIT_TIMEOUT`.
+///
+/// `cwd` comes from the hook input, so the repository may be anyone's: git
+/// runs with every program a repository's config can start turned off (see
+/// [`git_command`]), in its own process group, killed with its children when
+/// the time is up, and its output is read up to [`GIT_MAX_OUTPUT`].
 pub fn git_diff_stat(cwd: &Path) -> Option<String> {
     if !cwd.is_dir() {
         return None;
     }
-    let mut child = Command::new("git")
-        .arg("-C")
-        .arg(cwd)
-        .args(["--no-pager", "diff", "--stat", "--no-color", "HEAD"])
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let mut stdout = child.stdout.take()?;
-    // Read on a thread so a large diff cannot fill the pipe and stall git.
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_to_string(&mut text);
-        text
-    });
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if started.elapsed() < GIT_TIMEOUT => {
-                std::thread::sleep(Duration::from_millis(10));
+    let deadline = Instant::now() + GIT_TIMEOUT;
+    // Clean filters run on changed files; their names are only known from
+    // the config, so each one found is emptied for the diff.
+    let filters = run_git(
+        cwd,
+        &[
+            "config",
+            "--null",
+            "--get-regexp",
+            r"^filter\..*\.(clean|smudge|process)$",
+        ],
+        &[],
+        deadline,
+    )
+    .unwrap_or_default();
+    let mut overrides = Vec::new();
+    for entry in filters.split('\0') {
+        let key = entry.split('\n').next().unwrap_or_default();
+        if let Some(driver) = key
+            .strip_prefix("filter.")
+            .and_then(|k| k.rsplit_once('.'))
+            .map(|(driver, _)| driver)
+        {
+            if driver.contains('=') {
+                // `-c filter.a=b.clean=` would set another key: such a
+                // driver cannot be turned off, so git is not run.
+                return None;
             }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
+            for part in ["clean", "smudge", "process"] {
+                overrides.push(format!("filter.{driver}.{part}="));
             }
+            overrides.push(format!("filter.{driver}.required=false"));
         }
-    };
-    let text = reader.join().ok()?;
-    if !status?.success() || text.trim().is_empty() {
+    }
+    let overrides: Vec<&str> = overrides.iter().map(String::as_str).collect();
+    let text = run_git(
+        cwd,
+        &[
+            "diff",
+            "--stat",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--ignore-submodules=all",
+            "HEAD",
+        ],
+        &overrides,
+        deadline,
+    )?;
+    if text.trim().is_empty() {
         return None;
     }
     let lines: Vec<&str> = text.lines().collect();
@@ -214,4 +236,89 @@ pub fn git_diff_stat(cwd: &Path) -> Option<String> {
         }
     }
     Some(out)
+}
+
+/// Most bytes of git's output read.
+const GIT_MAX_OUTPUT: u64 = 1024 * 1024;
+
+/// `git` in `cwd` with the programs a repository's config could run turned
+/// off: the file-system monitor (`core.fsmonitor`), hooks (`core.hooksPath`),
+/// the pager (`--no-pager`, `GIT_PAGER`), external diff and textconv drivers
+/// (`--no-ext-diff --no-textconv`, given by the caller), and the clean/smudge
+/// filters the caller names in `config` (`filter.<driver>.clean=` …).
+/// Submodules are not entered (`--ignore-submodules=all`, given by the
+/// caller), so their configs do not count either.
+fn git_command(cwd: &Path, config: &[&str]) -> Command {
+    let mut command = Command::new("git");
+    command
+        .arg("-C")
+        .arg(cwd)
+        .args(["-c", "core.fsmonitor=", "-c", "core.hooksPath=/dev/null"])
+        .args(["-c", "core.pager=cat", "-c", "diff.external="]);
+    for setting in config {
+        command.args(["-c", setting]);
+    }
+    command
+        .arg("--no-pager")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_PAGER", "cat")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env_remove("GIT_EXTERNAL_DIFF")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // Its own process group: a timeout kills whatever git started too.
+        command.process_group(0);
+    }
+    command
+}
+
+/// Runs [`git_command`] with `args` until `deadline`; its stdout if it
+/// succeeded in time, else `None` (killed with its process group).
+fn run_git(cwd: &Path, args: &[&str], config: &[&str], deadline: Instant) -> Option<String> {
+    let mut child = git_command(cwd, config).args(args).spawn().ok()?;
+    let stdout = child.stdout.take()?;
+    // Read on a thread so a large output cannot fill the pipe and stall git.
+    let (send, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.take(GIT_MAX_OUTPUT).read_to_string(&mut text);
+        let _ = send.send(text);
+    });
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            _ => {
+                kill_group(&mut child);
+                break None;
+            }
+        }
+    };
+    // A process git started may hold the pipe open: wait no longer than the
+    // deadline for the text (the reading thread ends with the pipe).
+    let wait = deadline.saturating_duration_since(Instant::now()) + Duration::from_millis(50);
+    let text = received.recv_timeout(wait).ok()?;
+    status?.success().then_some(text)
+}
+
+/// Kills `child` and its process group.
+fn kill_group(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    {
+        if let Ok(pid) = i32::try_from(child.id()) {
+            // SAFETY: signals the process group the child leads (it was
+            // started with `process_group(0)`); no memory is involved.
+            unsafe {
+                libc::killpg(pid, libc::SIGKILL);
+            }
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }

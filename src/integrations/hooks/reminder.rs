@@ -13,8 +13,9 @@ use std::path::Path;
 
 use super::queue::{PendingEntry, Queue};
 use super::session::cut;
-use super::{ContextUsage, HookSettings};
+use super::{escape_controls, ContextUsage, HookSettings};
 use crate::context::tokens::estimate;
+use crate::shell::shell_quote;
 
 /// Items listed by name; the rest are counted (the whole queue is one
 /// `show --queue` away). Three keep the reminder under 400 tokens even with a
@@ -57,18 +58,6 @@ pub fn command_prefix(store_root: &Path) -> String {
     }
 }
 
-/// A word the shell reads back as `text`.
-fn shell_quote(text: &str) -> String {
-    if text
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c))
-    {
-        text.to_string()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
-}
-
 fn thousands(n: u64) -> String {
     if n >= 10_000 {
         format!("{:.0}k", n as f64 / 1000.0)
@@ -93,12 +82,13 @@ fn item_line(n: usize, e: &PendingEntry, session: &str, topic: bool) -> String {
         format!(", turns {range}")
     };
     let topic = if topic {
-        format!(": {}", cut(e.topic.trim(), TOPIC_CHARS))
+        format!(": {}", escape_controls(&cut(e.topic.trim(), TOPIC_CHARS)))
     } else {
         String::new()
     };
     format!(
-        "{n}. {id}{turns}, ~{} tokens{topic}",
+        "{n}. {}{turns}, ~{} tokens{topic}",
+        escape_controls(&id),
         thousands(e.original_tokens)
     )
 }
@@ -144,7 +134,12 @@ fn compose(
     topics: bool,
 ) -> String {
     let first = &queue.pending[0];
-    let session = &queue.session_id;
+    // The session id comes from the hook input: shown without control
+    // characters, shell-quoted in commands, JSON-escaped in the template.
+    let session = &escape_controls(&queue.session_id);
+    let session_word = shell_quote(&queue.session_id);
+    let session_json = json_string(&queue.session_id);
+    let segment_json = json_string(&first.segment_id);
     let mut text = String::from("knowledge-db");
     if let Some(u) = usage {
         text.push_str(&format!(
@@ -157,7 +152,7 @@ fn compose(
         ": please compress these finished parts of session S = {session}:\n"
     ));
     for (i, entry) in queue.pending.iter().take(listed).enumerate() {
-        text.push_str(&item_line(i + 1, entry, session, topics));
+        text.push_str(&item_line(i + 1, entry, &queue.session_id, topics));
         text.push('\n');
     }
     if queue.pending.len() > listed {
@@ -170,16 +165,20 @@ fn compose(
     }
     let (a, b) = (first.start_turn, first.end_turn);
     text.push_str(&format!(
-        "Read: `{prefix} show --session {session} --turns {a}-{b}` (MCP memory_get session/from/to). \
+        "Read: `{prefix} show --session {session_word} --turns {a}-{b}` (MCP memory_get session/from/to). \
          Keep decisions, files changed, errors+fixes, outcomes, user preferences; \
          drop tool output, debugging, chatter, boilerplate (80-90% fewer tokens). \
          Save: `{prefix} add -`, JSON on stdin (MCP memory_add):\n\
-         {{\"segment_id\":\"{}\",\"session_id\":\"{session}\",\"topic\":\"…\",\"start_turn\":{a},\"end_turn\":{b},\
+         {{\"segment_id\":{segment_json},\"session_id\":{session_json},\"topic\":\"…\",\"start_turn\":{a},\"end_turn\":{b},\
          \"compressed_content\":\"…\",\"key_decisions\":[],\"key_files\":[]}}\n\
-         Then tell the user: Compressed N segments (X tokens → Y tokens).",
-        first.segment_id
+         Then tell the user: Compressed N segments (X tokens → Y tokens)."
     ));
     text
+}
+
+/// `text` as a JSON string literal, quotes included.
+fn json_string(text: &str) -> String {
+    serde_json::Value::String(text.to_string()).to_string()
 }
 
 #[cfg(test)]
@@ -261,6 +260,54 @@ mod tests {
         );
         assert!(text.contains("~12k tokens"), "{text}");
         assert!(reminder(&Queue::default(), None, &HookSettings::default(), prefix).is_none());
+    }
+
+    #[test]
+    fn a_hostile_session_id_is_quoted_in_commands_and_escaped_in_json() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let marker = dir.path().join("pwned");
+        let second = dir.path().join("pwned-by-the-next-line");
+        let session = format!(
+            "x$(touch {})'\"`;\ntouch {}",
+            marker.display(),
+            second.display()
+        );
+        let mut q = queue(1);
+        q.session_id = session.clone();
+        q.pending[0].segment_id = format!("{session}:segment:40-77");
+        // `printf` in place of the binary: the shell prints the words it was given.
+        let text = reminder(&q, None, &HookSettings::default(), "printf '%s\\n'").expect("text");
+        let start = text.find("Read: `").expect("the Read command") + "Read: `".len();
+        let end = text.find("` (MCP memory_get").expect("its end");
+        let command = &text[start..end];
+        let out = std::process::Command::new("sh")
+            .args(["-c", command])
+            .output()
+            .expect("sh");
+        assert!(
+            !marker.exists() && !second.exists(),
+            "the command ran what the session id held: {command}"
+        );
+        let words: Vec<&str> = std::str::from_utf8(&out.stdout)
+            .expect("utf-8")
+            .lines()
+            .collect();
+        assert_eq!(
+            words.get(2).copied(),
+            Some(session.split('\n').next().unwrap_or_default())
+        );
+        // The JSON template parses, with the session id as given.
+        let template = text
+            .lines()
+            .find(|line| line.starts_with('{'))
+            .expect("the JSON template")
+            .replace('…', "");
+        let value: serde_json::Value = serde_json::from_str(&template).expect("valid JSON");
+        assert_eq!(value["session_id"], session.as_str());
+        assert_eq!(value["segment_id"], q.pending[0].segment_id.as_str());
+        // Named in prose, its control characters are shown escaped.
+        assert!(text.contains("touch"), "{text}");
+        assert!(text.contains("\\ntouch "), "{text}");
     }
 
     #[test]

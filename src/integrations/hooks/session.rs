@@ -201,8 +201,13 @@ pub struct SessionState {
     pub session_id: String,
     /// The transcript read; another path makes the hooks rebuild the state.
     pub transcript: PathBuf,
-    /// Bytes of the transcript read so far (always at a line end).
+    /// Bytes of the transcript read so far (at a line end, unless
+    /// `in_long_line`).
     pub offset: u64,
+    /// `offset` is inside a line longer than `[hooks] max_read_bytes`, which
+    /// is being skipped (unread) up to its end.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_long_line: bool,
     /// Lines read so far: messages' lines are numbered from the file's start.
     #[serde(default)]
     pub lines: u64,

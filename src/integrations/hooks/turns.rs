@@ -11,7 +11,6 @@
 //! transcript file itself. Without a turn index (the hooks never followed the
 //! session), the index is built from the transcript the stored messages name.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -40,6 +39,9 @@ pub struct TurnQuery {
     pub limit: Option<usize>,
     /// Longest text per message (head and tail kept); `None` for whole texts.
     pub max_chars: Option<usize>,
+    /// Only messages stored in this namespace, and never the transcript file
+    /// (a server scoped to a namespace reads nothing outside it); `None` for any.
+    pub namespace: Option<String>,
 }
 
 /// One message of a turn range.
@@ -122,10 +124,19 @@ pub fn read_turns(store_root: &Path, query: &TurnQuery) -> Result<TurnMessages> 
         Err(Error::NoStore { .. }) => None,
         Err(e) => return Err(e),
     };
-    let stored = match &store {
+    let mut stored = match &store {
         Some(store) => session_messages(store, session)?,
         None => Vec::new(),
     };
+    if let Some(namespace) = &query.namespace {
+        stored.retain(|r| &r.namespace == namespace);
+        if stored.is_empty() {
+            return Err(Error::OutsideNamespace(format!(
+                "session {session}: no messages of it are stored in namespace `{namespace}`, \
+                 the only one this server reads (--namespace)"
+            )));
+        }
+    }
     let index = turn_index(store_root, session, &stored)?;
     let turns = index.turn_lines.len() as u64;
     if query.from > turns {
@@ -147,14 +158,16 @@ pub fn read_turns(store_root: &Path, query: &TurnQuery) -> Result<TurnMessages> 
     // midway leaves the rest to the transcript).
     let complete = from_store.iter().any(|r| line_of(r) == Some(first_line))
         && last_line.is_none_or(|last| stored.iter().any(|r| line_of(r).is_some_and(|l| l > last)));
-    let readable = index.transcript.as_deref().is_some_and(Path::is_file);
+    // A scoped read answers from its namespace's stored messages only.
+    let readable =
+        query.namespace.is_none() && index.transcript.as_deref().is_some_and(Path::is_file);
     let (source, mut messages) = if !from_store.is_empty() && (complete || !readable) {
         let messages: Vec<TurnMessage> = from_store
             .iter()
             .map(|r| stored_message(r, &index, query.max_chars))
             .collect();
         ("store", messages)
-    } else if let Some(path) = index.transcript.as_deref().filter(|p| p.is_file()) {
+    } else if let Some(path) = index.transcript.as_deref().filter(|_| readable) {
         let messages = transcript_messages(path, session, first_line, last_line)?
             .iter()
             .map(|m| transcript_message(m, &index, query.max_chars))
@@ -276,12 +289,11 @@ fn turn_index(store_root: &Path, session: &str, stored: &[Record]) -> Result<Tur
     }
 }
 
-/// Every message of a Claude Code transcript, lines numbered from the file's start.
+/// Every message of a Claude Code transcript, lines numbered from the file's
+/// start (a regular file within the transcript size limit only: the path
+/// comes from a stored record, which anyone may have written).
 fn read_transcript(path: &Path, session: &str) -> Result<Vec<Message>> {
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_to_end(&mut bytes))
-        .map_err(|e| Error::io(path, e))?;
+    let bytes = crate::transcript::read_bytes(path)?;
     let from = ReadFrom {
         session_id: Some(session.to_string()),
         ..ReadFrom::default()
