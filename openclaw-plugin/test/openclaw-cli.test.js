@@ -63,7 +63,7 @@ test("linked with `plugins install -l`: loaded without diagnostics, both slots s
 
   const status = JSON.parse(openclaw(home, ["knowledge-db", "status", "--json"], env).replace(/^[^{]*/, ""));
   assert.equal(status.provider, "knowledge-db");
-  assert.equal(status.custom.records, 1);
+  assert.equal(status.custom.records, 1, JSON.stringify(status.custom));
   assert.equal(status.dbPath, store);
   const found = JSON.parse(openclaw(home, ["knowledge-db", "search", "quokka", "--json"], env).replace(/^[^{]*/, ""));
   assert.equal(found.results[0].path, "note-cli");
