@@ -6,6 +6,7 @@
 //
 //   node bench/recall-transcripts.mjs [DIR] [N] [--budget 50000] [--bin PATH]
 //        [--offtopic FILE] [--words 24] [--min-words 8] [--json OUT]
+//        [--questions dev-sets/agent-questions]
 //
 // DIR defaults to shared/eval/transcripts/claude-code-entire-cli, N to 20,
 // --offtopic to dev-sets/recall/offtopic.jsonl. After the roll:
@@ -18,6 +19,14 @@
 //   recalled, and recalled ids still in the assembled context (must be 0).
 // - off-topic: each prompt of --offtopic as the first prompt of a new session
 //   (empty history: nothing excluded). Silent: no memory recalled.
+// - with --questions: the sessions rolled are the answer sessions of that dev
+//   set (qrels/sessions.tsv) instead of the N largest, and each question is
+//   asked twice: in its answer session after the roll (hit: an evicted
+//   message of that session recalled; only sessions that rolled), and as the
+//   first prompt of a new session (hit: a message of the answer session
+//   recalled, as benches/memory-loop.py counts the hooks' recall). A record
+//   hit: a recalled message is one of the question's qrels records (ingest's
+//   ids are `<session>:<transcript line uuid>`).
 // Each probe is independent: the session's recalled set is emptied before it.
 // Latency: each probe runs assemble twice, with recall off and on (the order
 // alternating), timed around assembleHarnessContextEngine; the added latency
@@ -29,18 +38,46 @@ import { join, resolve } from "node:path";
 import { messageKeys } from "../src/messages.js";
 import { parseArgs } from "./args.mjs";
 import { REPO, importOpenclaw, rollingMemory, tempStore } from "../test/helpers.js";
-import { TRANSCRIPTS, largestTranscripts, readTranscript, rollSession, sessionIdOf, sharedEval } from "../test/transcripts.js";
+import { TRANSCRIPTS, largestTranscripts, readTranscript, rollSession, sessionIdOf, sharedEval, uuidOf } from "../test/transcripts.js";
 
 const { args, flag } = parseArgs();
 const budget = Number(flag("--budget", "50000"));
 const bin = resolve(flag("--bin", join(REPO, "target/release/knowledge-db")));
+process.env.KNOWLEDGE_DB_BIN = bin; // the helpers' store init uses it too
 const offtopicFile = resolve(flag("--offtopic", join(REPO, "dev-sets/recall/offtopic.jsonl")));
 const promptWords = Number(flag("--words", "24"));
 const minWords = Number(flag("--min-words", "8"));
 const jsonOut = flag("--json", "");
+const questionsDir = flag("--questions", "");
 const dir = resolve(args[0] ?? sharedEval(TRANSCRIPTS));
 const count = Number(args[1] ?? 20);
-const files = largestTranscripts(dir, count);
+
+/** @param {string} file a TSV of query-id, corpus-id, score with a header */
+const qrels = (file) => {
+  /** @type {Map<string, string[]>} */
+  const out = new Map();
+  for (const line of readFileSync(file, "utf8").split("\n").slice(1)) {
+    const [q, id] = line.split("\t");
+    if (q && id) out.set(q, [...(out.get(q) ?? []), id]);
+  }
+  return out;
+};
+const questions = questionsDir
+  ? readFileSync(join(questionsDir, "queries.jsonl"), "utf8")
+      .split("\n")
+      .filter((l) => l.trim())
+      .map((l) => JSON.parse(l))
+  : [];
+const answerSessions = questionsDir ? qrels(join(questionsDir, "qrels/sessions.tsv")) : new Map();
+const answerRecords = questionsDir ? qrels(join(questionsDir, "qrels/records.tsv")) : new Map();
+const everyTranscript = questionsDir ? largestTranscripts(dir, Number.POSITIVE_INFINITY) : [];
+const files = questionsDir
+  ? [...new Set([...answerSessions.values()].flat())].map((uuid) => {
+      const found = everyTranscript.find((f) => sessionIdOf(f).endsWith(uuid));
+      if (!found) throw new Error(`no transcript of answer session ${uuid} in ${dir}`);
+      return found;
+    })
+  : largestTranscripts(dir, count);
 
 const { store } = tempStore();
 const { memory, client, helpers, logger } = await rollingMemory({ store, binary: bin });
@@ -90,7 +127,8 @@ async function probe(sessionId, history, prompt, i) {
       modelId: "bench",
       prompt,
     });
-    return { result, ms: performance.now() - t };
+    const ms = performance.now() - t;
+    return { result, ms, best: s.lastRecall?.recalled.bestScore ?? null };
   };
   let off;
   let on;
@@ -113,7 +151,7 @@ async function probe(sessionId, history, prompt, i) {
     onMs: on.ms,
     offMs: off.ms,
     overBudget: on.result.estimatedTokens > budget,
-    best: s.lastRecall?.recalled.bestScore ?? null,
+    best: on.best,
   };
 }
 
@@ -154,6 +192,37 @@ for (const { sessionId, messages, keys, through } of sessions) {
   }
 }
 
+/** @type {any[]} */
+const asked = [];
+for (const [i, q] of questions.entries()) {
+  const uuids = answerSessions.get(q._id) ?? [];
+  const own = sessions.filter((s) => uuids.some((u) => s.sessionId.endsWith(u)));
+  const records = new Set(answerRecords.get(q._id) ?? []);
+  /** The recalled ids that are messages of the answer sessions (and of its qrels records). */
+  const judge = (/** @type {string[]} */ ids, /** @type {boolean} */ evictedOnly) => {
+    let session = false;
+    let record = false;
+    for (const s of own) {
+      const limit = evictedOnly ? s.through + 1 : s.messages.length;
+      for (let j = 0; j < limit; j++) {
+        if (!ids.includes(`${s.sessionId}:${s.keys[j]}`)) continue;
+        session = true;
+        const uuid = uuidOf(s.messages[j]);
+        if (uuid && uuids.some((u) => records.has(`${u}:${uuid}`))) record = true;
+      }
+    }
+    return { session, record };
+  };
+  const fresh = await probe(`question-${q._id}`, [], q.text, i);
+  const entry = { id: q._id, kind: q.metadata?.kind, text: q.text, newSession: { ...fresh, ...judge(fresh.ids, false) } };
+  const rolled = own.find((s) => s.through >= 0);
+  if (rolled) {
+    const inSession = await probe(rolled.sessionId, rolled.messages, q.text, i + 1);
+    Object.assign(entry, { inSession: { ...inSession, ...judge(inSession.ids, true) } });
+  }
+  asked.push(entry);
+}
+
 const offPrompts = readFileSync(offtopicFile, "utf8")
   .split("\n")
   .filter((l) => l.trim())
@@ -166,7 +235,7 @@ for (const [i, q] of offPrompts.entries()) {
 }
 await client.close();
 
-const all = [...onTopic, ...offTopic];
+const all = [...onTopic, ...offTopic, ...asked.map((q) => q.newSession), ...asked.flatMap((q) => (q.inSession ? [q.inSession] : []))];
 const share = (/** @type {any[]} */ xs, /** @type {(x: any) => boolean} */ f) => (xs.length ? round((100 * xs.filter(f).length) / xs.length) : null);
 const byRole = Object.fromEntries(
   ["user", "assistant"].map((role) => {
@@ -194,6 +263,25 @@ const report = {
     anything_recalled_pct: share(onTopic, (p) => p.ids.length > 0),
     by_role: byRole,
   },
+  ...(questionsDir
+    ? {
+        questions: {
+          dir: resolve(questionsDir),
+          asked: asked.length,
+          new_session: {
+            answer_session_recalled_pct: share(asked, (q) => q.newSession.session),
+            qrels_record_recalled_pct: share(asked, (q) => q.newSession.record),
+            anything_recalled_pct: share(asked, (q) => q.newSession.ids.length > 0),
+          },
+          in_rolled_answer_session: {
+            asked: asked.filter((q) => q.inSession).length,
+            evicted_answer_recalled_pct: share(asked.filter((q) => q.inSession), (q) => q.inSession.session),
+            qrels_record_recalled_pct: share(asked.filter((q) => q.inSession), (q) => q.inSession.record),
+            anything_recalled_pct: share(asked.filter((q) => q.inSession), (q) => q.inSession.ids.length > 0),
+          },
+        },
+      }
+    : {}),
   off_topic: {
     prompts: offTopic.length,
     nothing_recalled_pct: share(offTopic, (p) => p.ids.length === 0),
@@ -211,4 +299,4 @@ const report = {
   warnings: logger.seen.warn.length,
 };
 console.log(JSON.stringify(report, null, 1));
-if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ report, onTopic, offTopic }, null, 1));
+if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ report, onTopic, offTopic, asked }, null, 1));

@@ -29,6 +29,7 @@ import { TRANSCRIPTS, largestTranscripts, readTranscript, rollSession, sessionId
 const { args, flag, present } = parseArgs();
 const budget = Number(flag("--budget", "50000"));
 const bin = resolve(flag("--bin", join(REPO, "target/release/knowledge-db")));
+process.env.KNOWLEDGE_DB_BIN = bin; // the helpers' store init uses it too
 const withModel = present("--with-model");
 const dir = resolve(args[0] ?? sharedEval(TRANSCRIPTS));
 const count = Number(args[1] ?? 20);

@@ -85,6 +85,19 @@ export function toOpenClaw(generic) {
   return [{ role: generic.role === "system" ? "system" : "user", content: [{ type: "text", text }], timestamp: ts }];
 }
 
+/** The transcript line (its `uuid`) each message read by readTranscript came from. */
+const sources = new WeakMap();
+
+/**
+ * The uuid of the transcript line a message came from (record ids of
+ * `knowledge-db ingest` and the dev sets' qrels are `<session>:<uuid>`).
+ * @param {import("../src/messages.js").AgentMessage} m
+ * @returns {string | undefined}
+ */
+export function uuidOf(m) {
+  return sources.get(m);
+}
+
 /**
  * A transcript's live context as OpenClaw messages, read by the binary.
  * @param {string} bin the knowledge-db binary
@@ -100,7 +113,12 @@ export function readTranscript(bin, store, file) {
   return out
     .split("\n")
     .filter(Boolean)
-    .flatMap((l) => toOpenClaw(JSON.parse(l)));
+    .flatMap((l) => {
+      const generic = JSON.parse(l);
+      const messages = toOpenClaw(generic);
+      if (generic.uuid) for (const m of messages) sources.set(m, String(generic.uuid));
+      return messages;
+    });
 }
 
 /**
