@@ -17,16 +17,19 @@
 //   message's record id is among the memories in systemPromptAddition. Also
 //   counted: any message of the session that was evicted recalled, anything
 //   recalled, and recalled ids still in the assembled context (must be 0).
+//   A prompt that more than one message of the rolled sessions begins with
+//   (ambiguous: it cannot name one source) is also reported apart.
 // - off-topic: each prompt of --offtopic as the first prompt of a new session
 //   (empty history: nothing excluded). Silent: no memory recalled.
 // - with --questions: the sessions rolled are the answer sessions of that dev
 //   set (qrels/sessions.tsv) instead of the N largest, and each question is
-//   asked twice: in its answer session after the roll (hit: an evicted
-//   message of that session recalled; only sessions that rolled), and as the
-//   first prompt of a new session (hit: a message of the answer session
-//   recalled, as benches/memory-loop.py counts the hooks' recall). A record
-//   hit: a recalled message is one of the question's qrels records (ingest's
-//   ids are `<session>:<transcript line uuid>`).
+//   asked twice: as the first prompt of a new session (hit: a message of the
+//   answer session recalled, as benches/memory-loop.py counts the hooks'
+//   recall; record hit: a recalled message is one of the question's qrels
+//   records, ingest's ids being `<session>:<transcript line uuid>`), and in
+//   its answer session after the roll (only sessions that rolled; counted
+//   apart: the questions one of whose qrels records was evicted, and how
+//   often such a record, or any evicted message of the session, came back).
 // Each probe is independent: the session's recalled set is emptied before it.
 // Latency: each probe runs assemble twice, with recall off and on (the order
 // alternating), timed around assembleHarnessContextEngine; the added latency
@@ -178,17 +181,39 @@ for (const f of files) {
 }
 const rollSeconds = (performance.now() - rollStarted) / 1000;
 
+/** A message's prompt: the first words of its own text, or null when it has too few. */
+const promptOf = (/** @type {any} */ m) => {
+  const words = ownWords(m);
+  return words.length < minWords ? null : words.slice(0, promptWords).join(" ");
+};
+// A prompt several messages begin with (Claude Code's "This session is being
+// continued from a previous conversation…" summaries) cannot name one source.
+/** @type {Map<string, number>} */
+const promptUses = new Map();
+for (const { messages } of sessions) {
+  for (const m of messages) {
+    const prompt = promptOf(m);
+    if (prompt) promptUses.set(prompt, (promptUses.get(prompt) ?? 0) + 1);
+  }
+}
+
 /** @type {any[]} */
 const onTopic = [];
 for (const { sessionId, messages, keys, through } of sessions) {
   const evicted = new Set(keys.slice(0, through + 1).map((k) => `${sessionId}:${k}`));
   for (let i = 0; i <= through; i++) {
-    const words = ownWords(messages[i]);
-    if (words.length < minWords) continue;
+    const prompt = promptOf(messages[i]);
+    if (!prompt) continue;
     const source = `${sessionId}:${keys[i]}`;
-    const prompt = words.slice(0, promptWords).join(" ");
     const r = await probe(sessionId, messages, prompt, onTopic.length);
-    onTopic.push({ ...r, source, role: messages[i].role, hit: r.ids.includes(source), sessionHit: r.ids.some((id) => evicted.has(id)) });
+    onTopic.push({
+      ...r,
+      source,
+      role: messages[i].role,
+      ambiguous: (promptUses.get(prompt) ?? 0) > 1,
+      hit: r.ids.includes(source),
+      sessionHit: r.ids.some((id) => evicted.has(id)),
+    });
   }
 }
 
@@ -199,19 +224,24 @@ for (const [i, q] of questions.entries()) {
   const own = sessions.filter((s) => uuids.some((u) => s.sessionId.endsWith(u)));
   const records = new Set(answerRecords.get(q._id) ?? []);
   /** The recalled ids that are messages of the answer sessions (and of its qrels records). */
+  const isAnswer = (/** @type {any} */ m) => {
+    const uuid = uuidOf(m);
+    return Boolean(uuid && uuids.some((u) => records.has(`${u}:${uuid}`)));
+  };
   const judge = (/** @type {string[]} */ ids, /** @type {boolean} */ evictedOnly) => {
     let session = false;
     let record = false;
+    let answerEvicted = false;
     for (const s of own) {
       const limit = evictedOnly ? s.through + 1 : s.messages.length;
       for (let j = 0; j < limit; j++) {
+        if (evictedOnly && isAnswer(s.messages[j])) answerEvicted = true;
         if (!ids.includes(`${s.sessionId}:${s.keys[j]}`)) continue;
         session = true;
-        const uuid = uuidOf(s.messages[j]);
-        if (uuid && uuids.some((u) => records.has(`${u}:${uuid}`))) record = true;
+        if (isAnswer(s.messages[j])) record = true;
       }
     }
-    return { session, record };
+    return { session, record, answerEvicted };
   };
   const fresh = await probe(`question-${q._id}`, [], q.text, i);
   const entry = { id: q._id, kind: q.metadata?.kind, text: q.text, newSession: { ...fresh, ...judge(fresh.ids, false) } };
@@ -262,6 +292,10 @@ const report = {
     evicted_message_of_session_recalled_pct: share(onTopic, (p) => p.sessionHit),
     anything_recalled_pct: share(onTopic, (p) => p.ids.length > 0),
     by_role: byRole,
+    unambiguous: {
+      prompts: onTopic.filter((p) => !p.ambiguous).length,
+      source_recalled_pct: share(onTopic.filter((p) => !p.ambiguous), (p) => p.hit),
+    },
   },
   ...(questionsDir
     ? {
@@ -275,9 +309,11 @@ const report = {
           },
           in_rolled_answer_session: {
             asked: asked.filter((q) => q.inSession).length,
-            evicted_answer_recalled_pct: share(asked.filter((q) => q.inSession), (q) => q.inSession.session),
-            qrels_record_recalled_pct: share(asked.filter((q) => q.inSession), (q) => q.inSession.record),
+            evicted_message_of_session_recalled_pct: share(asked.filter((q) => q.inSession), (q) => q.inSession.session),
             anything_recalled_pct: share(asked.filter((q) => q.inSession), (q) => q.inSession.ids.length > 0),
+            answer_evicted: asked.filter((q) => q.inSession?.answerEvicted).length,
+            answer_evicted_then_recalled_pct: share(asked.filter((q) => q.inSession?.answerEvicted), (q) => q.inSession.record),
+            answer_evicted_then_session_recalled_pct: share(asked.filter((q) => q.inSession?.answerEvicted), (q) => q.inSession.session),
           },
         },
       }
