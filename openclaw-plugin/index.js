@@ -4,7 +4,8 @@
 //   memory search manager OpenClaw's runtime asks for, and `openclaw
 //   knowledge-db search|status`;
 // - context engine `knowledge-db` (`plugins.slots.contextEngine`): rolling
-//   context, see src/engine.js.
+//   context, and recall of what the store holds about each prompt, see
+//   src/engine.js and src/recall.js.
 // Both talk to one long-lived `knowledge-db mcp` child (src/client.js).
 
 import { createRequire } from "node:module";
@@ -25,6 +26,7 @@ export const DEFAULTS = {
   targetUtilization: 0.8,
   minKeepMessages: 10,
   evictionNote: true,
+  recall: true,
 };
 
 /** @param {Record<string, unknown> | undefined} raw */
@@ -38,6 +40,7 @@ export function resolveConfig(raw) {
     targetUtilization: Number(c.targetUtilization),
     minKeepMessages: Math.floor(Number(c.minKeepMessages)),
     evictionNote: c.evictionNote !== false,
+    recall: c.recall !== false,
   };
 }
 
@@ -46,7 +49,7 @@ const clients = new Map();
 
 /** @param {ReturnType<typeof resolveConfig>} config @param {any} logger */
 function sharedClient(config, logger) {
-  const key = `${config.binary}\0${config.store ?? ""}`;
+  const key = `${config.binary}\0${config.store ?? ""}\0${config.namespace}`;
   let client = clients.get(key);
   if (!client) {
     client = new KnowledgeDbClient(config, logger);
@@ -99,10 +102,10 @@ const GET_PARAMETERS = {
   type: "object",
   properties: {
     path: { type: "string", description: "A memory_search result's path (a record id, or a file)." },
+    id: { type: "string", description: "A record id, as recalled memories give it (the same as path)." },
     from: { type: "integer", minimum: 0, description: "First turn of a record's messages (or first line of a file)." },
     lines: { type: "integer", minimum: 1, description: "How many messages (or lines); default 50." },
   },
-  required: ["path"],
   additionalProperties: false,
 };
 
@@ -142,12 +145,13 @@ function memoryTools(get) {
     label: "Memory Get",
     name: "memory_get",
     description:
-      "Read one memory_search hit in full by its path: a message, a segment or task with the raw messages of its turn range (page with from = first turn and lines = how many), or a note.",
+      "Read one memory_search hit (by its path) or recalled memory (by its id) in full: a message, a segment or task with the raw messages of its turn range (page with from = first turn and lines = how many), or a note.",
     parameters: GET_PARAMETERS,
     /** @param {string} _id @param {any} params */
     execute: async (_id, params) => {
       const { client } = await get();
-      const path = String(params.path ?? "");
+      const path = String(params.path ?? params.id ?? "");
+      if (!path) return jsonResult({ path, text: "", disabled: true, error: "give `path` (a memory_search hit's) or `id` (a record id)" });
       try {
         return jsonResult(await readMemory(client, { path, from: params.from, lines: params.lines }));
       } catch (error) {

@@ -4,72 +4,37 @@
 //
 //   node bench/roll-transcripts.mjs [DIR] [N] [--budget 50000] [--bin PATH] [--with-model]
 //
-// DIR defaults to ../shared/eval/transcripts/claude-code-entire-cli (beside the
-// checkout), N to 20 (the largest by decompressed size). Each session is read by
-// `knowledge-db evict --dry-run` (the library's transcript reader; like `evict`
-// it starts at the last compaction boundary, the live context) and turned into
-// OpenClaw messages (user, assistant with text/thinking/toolCall blocks,
-// toolResult). It is replayed one user turn at a time: the history so far goes
-// to the engine (afterTurn, which stores what is new); when it exceeds the
-// budget, compactContextEngineWithSafetyTimeout runs (timed), then
+// DIR defaults to shared/eval/transcripts/claude-code-entire-cli (beside the
+// checkout, see test/transcripts.js), N to 20 (the largest by decompressed
+// size). Each session is read by `knowledge-db evict --dry-run` and turned into
+// OpenClaw messages, then replayed one user turn at a time (rollSession in
+// test/transcripts.js): the history so far goes to the engine (afterTurn,
+// which stores what is new); when it exceeds the budget,
+// compactContextEngineWithSafetyTimeout runs (timed), then
 // assembleHarnessContextEngine (its estimatedTokens must be within budget).
 // Afterwards each evicted message with at least 3 words is searched with
 // memory_search (top 10, through the plugin's client) by its own first 16
 // words. Without --with-model the store has no vectors (BM25), as in
 // benches/evict-replay.py. Not run by CI.
 
-import { execFileSync } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { gunzipSync } from "node:zlib";
 
 import { messageKeys, messageText } from "../src/messages.js";
 import { searchPayload } from "../src/memory.js";
 import { rollNote } from "../src/roll.js";
 import { parseArgs } from "./args.mjs";
 import { REPO, importOpenclaw, rollingMemory, tempStore, withoutModel } from "../test/helpers.js";
+import { TRANSCRIPTS, largestTranscripts, readTranscript, rollSession, sessionIdOf, sharedEval } from "../test/transcripts.js";
 
 const { args, flag, present } = parseArgs();
 const budget = Number(flag("--budget", "50000"));
 const bin = resolve(flag("--bin", join(REPO, "target/release/knowledge-db")));
+process.env.KNOWLEDGE_DB_BIN = bin; // the helpers' store init uses it too
 const withModel = present("--with-model");
-const dir = resolve(args[0] ?? join(REPO, "../shared/eval/transcripts/claude-code-entire-cli"));
+const dir = resolve(args[0] ?? sharedEval(TRANSCRIPTS));
 const count = Number(args[1] ?? 20);
 if (!withModel) withoutModel();
-
-const read = (f) => (f.endsWith(".gz") ? gunzipSync(readFileSync(f)) : readFileSync(f));
-const files = readdirSync(dir)
-  .filter((f) => /\.jsonl(\.gz)?$/.test(f))
-  .map((f) => ({ f: join(dir, f), size: read(join(dir, f)).length }))
-  .sort((a, b) => b.size - a.size)
-  .slice(0, count);
-
-/** knowledge-db's generic message (as `evict` prints it) as OpenClaw messages. */
-function toOpenClaw(generic) {
-  const ts = Date.parse(generic.timestamp);
-  const blocks = typeof generic.content === "string" ? [{ type: "text", text: generic.content }] : generic.content ?? [];
-  if (generic.role === "assistant") {
-    const content = blocks.flatMap((b) => {
-      if (b.type === "text") return [{ type: "text", text: b.text }];
-      if (b.type === "thinking") return [{ type: "thinking", thinking: b.thinking ?? "" }];
-      if (b.type === "tool_use") return [{ type: "toolCall", id: b.id, name: b.name, arguments: b.input ?? {} }];
-      return [];
-    });
-    return [{ role: "assistant", content, timestamp: ts }];
-  }
-  const results = blocks.filter((b) => b.type === "tool_result");
-  if (results.length) {
-    return results.map((b) => ({
-      role: "toolResult",
-      toolCallId: b.tool_use_id,
-      content: [{ type: "text", text: typeof b.content === "string" ? b.content : (b.content ?? []).map((c) => c.text ?? "").join("\n") }],
-      isError: Boolean(b.is_error),
-      timestamp: ts,
-    }));
-  }
-  const text = blocks.filter((b) => b.type === "text").map((b) => b.text).join("\n");
-  return [{ role: generic.role === "system" ? "system" : "user", content: [{ type: "text", text }], timestamp: ts }];
-}
+const files = largestTranscripts(dir, count);
 
 const { store } = tempStore();
 const { memory, client, helpers } = await rollingMemory({ store, binary: bin });
@@ -87,32 +52,14 @@ const assembleMs = [];
 const evictedAll = [];
 const notes = [];
 let overBudget = 0;
-for (const { f } of files) {
-  const out = execFileSync(bin, ["--store", store, "evict", "--transcript", f, "--context-window", "1000000000", "--dry-run"], {
-    maxBuffer: 1 << 30,
-    encoding: "utf8",
-    stdio: ["ignore", "pipe", "ignore"],
-  });
-  const messages = out.split("\n").filter(Boolean).flatMap((l) => toOpenClaw(JSON.parse(l)));
-  const sessionId = f.split("/").at(-1).replace(/\.jsonl(\.gz)?$/, "");
-  const sessionKey = `agent:bench:${sessionId}`;
-  let compactions = 0;
-  const turnStarts = messages.map((m, i) => (m.role === "user" ? i : -1)).filter((i) => i > 0);
-  for (const end of [...turnStarts, messages.length]) {
-    const history = messages.slice(0, end);
-    await engine.afterTurn({ sessionId, sessionKey, messages: history, prePromptMessageCount: 0, tokenBudget: budget, sessionFile: "" });
-    if (tokens(memory.visible(memory.session(sessionId), history)) > budget) {
-      const t0 = performance.now();
-      const r = await harness.compactContextEngineWithSafetyTimeout(engine, { sessionId, sessionKey, tokenBudget: budget }, 120_000);
-      compactMs.push(performance.now() - t0);
-      if (!r.ok) throw new Error(`compaction failed: ${JSON.stringify(r)}`);
-      if (r.compacted) compactions += 1;
-    }
-    const t1 = performance.now();
-    const assembled = await harness.assembleHarnessContextEngine({ contextEngine: engine, sessionId, sessionKey, messages: history, tokenBudget: budget, modelId: "bench" });
-    assembleMs.push(performance.now() - t1);
-    if (assembled.estimatedTokens > budget) overBudget += 1;
-  }
+for (const f of files) {
+  const messages = readTranscript(bin, store, f);
+  const sessionId = sessionIdOf(f);
+  const replay = await rollSession({ harness, engine, memory, sessionId, messages, budget, tokens });
+  compactMs.push(...replay.compactMs);
+  assembleMs.push(...replay.assembleMs);
+  overBudget += replay.overBudget;
+  const compactions = replay.compactions;
   const s = memory.session(sessionId);
   const keys = messageKeys(messages);
   const through = s.evicted ? keys.lastIndexOf(s.evicted.throughKey) : -1;

@@ -35,11 +35,15 @@ export class KnowledgeDbClient {
     this.closed = false;
   }
 
-  /** The command line of the child. */
+  /**
+   * The command line of the child. Its `--namespace` is the plugin's, so a
+   * call that names none (memory_recall) searches what memory_search does.
+   */
   args() {
     const args = [];
     if (this.config.store) args.push("--store", this.config.store);
     args.push("mcp");
+    if (this.config.namespace && this.config.namespace !== "*") args.push("--namespace", this.config.namespace);
     return args;
   }
 

@@ -16,9 +16,16 @@
 // (delegateCompactionToRuntime) and warns, since rolling without recall is
 // amnesia; assemble() returns everything with the true estimate and asks
 // OpenClaw's overflow precheck to stay on.
+//
+// Recall: assemble() also asks knowledge-db's `memory_recall` (the same flow,
+// thresholds and block as the Claude Code prompt hook) what the store holds
+// about OpenClaw's `prompt`, leaving out the messages it is about to return
+// and what it already recalled in this session, and appends the block to
+// `systemPromptAddition`. See recall.js.
 
 import { message } from "./client.js";
 import { messageKeys, messageRecord, timestampOf } from "./messages.js";
+import { RECALLED_KEPT, inContextIds, joinAdditions, recallFingerprint, recallFor, textMessage } from "./recall.js";
 import { noteMessage, planRoll } from "./roll.js";
 
 /**
@@ -27,6 +34,7 @@ import { noteMessage, planRoll } from "./roll.js";
  * @typedef {import("./client.js").KnowledgeDbClient} KnowledgeDbClient
  * @typedef {{
  *   namespace: string, targetUtilization: number, minKeepMessages: number, evictionNote: boolean,
+ *   recall: boolean,
  * }} EngineConfig
  * @typedef {{
  *   sessionId: string,
@@ -36,6 +44,8 @@ import { noteMessage, planRoll } from "./roll.js";
  *   stored: Set<string>,
  *   evicted: (Evicted & {throughKey: string, throughTs?: number}) | null,
  *   committed: string[],
+ *   recalled: string[],
+ *   lastRecall: import("./recall.js").LastRecall | null,
  *   view: AgentMessage[] | null,
  *   budget: number | null,
  *   lock: Promise<unknown>,
@@ -86,6 +96,8 @@ export class RollingMemory {
         stored: new Set(),
         evicted: null,
         committed: [],
+        recalled: [],
+        lastRecall: null,
         view: null,
         budget: null,
         lock: Promise.resolve(),
@@ -127,6 +139,7 @@ export class RollingMemory {
         s.storedThroughTs = Number(state.stored_through_ts ?? Number.NEGATIVE_INFINITY);
         s.evicted = state.evicted ?? null;
         s.committed = Array.isArray(state.committed) ? state.committed : [];
+        s.recalled = Array.isArray(state.recalled) ? state.recalled.map(String) : [];
       }
       s.loaded = true;
     } catch (error) {
@@ -146,6 +159,7 @@ export class RollingMemory {
       stored_through_ts: finiteOrNull(next.storedThroughTs ?? s.storedThroughTs),
       evicted: next.evicted === undefined ? s.evicted : next.evicted,
       committed: next.committed ?? s.committed,
+      recalled: s.recalled,
     };
     return {
       kind: "note",
@@ -243,8 +257,10 @@ export class RollingMemory {
    * @param {Session} s
    * @param {AgentMessage[]} all the full history (for the frontier key)
    * @param {number} budget
+   * @param {{belowMinKeep?: boolean}} [opts] `belowMinKeep: false`: evict
+   *   nothing rather than any of the newest minKeepMessages
    */
-  async roll(s, all, budget) {
+  async roll(s, all, budget, opts = {}) {
     const keys = messageKeys(all);
     const shown = this.visible(s, all);
     // The current note is not a message to evict: plan on what follows it.
@@ -262,6 +278,7 @@ export class RollingMemory {
       noteTokens: (m) => this.tokens(m),
     });
     if (!plan.evict.length || !plan.evicted) return { plan, changed: false };
+    if (plan.belowMinKeep && opts.belowMinKeep === false) return { plan, changed: false };
     const last = body[plan.evict[plan.evict.length - 1]];
     const throughKey = keys[all.indexOf(last)];
     const evicted = { ...plan.evicted, throughKey, throughTs: timestampOf(last) };
@@ -289,35 +306,101 @@ export class RollingMemory {
       s.view = messages;
       if (tokenBudget) s.budget = tokenBudget;
       const stored = await this.storeQuietly(s, messages);
-      let out = this.visible(s, messages);
-      let overflow = false;
-      if (tokenBudget && sum(out, (m) => this.tokens(m)) > tokenBudget) {
-        if (stored) {
-          try {
-            await this.roll(s, messages, tokenBudget);
-            out = this.visible(s, messages);
-          } catch (error) {
-            this.host.logger?.warn?.(`${AMNESIA_WARNING}: ${message(error)}`);
-          }
-        } else {
-          this.host.logger?.warn?.(AMNESIA_WARNING);
-        }
-        overflow = sum(out, (m) => this.tokens(m)) > tokenBudget;
-      }
-      const estimatedTokens = sum(out, (m) => this.tokens(m));
-      /** @type {Record<string, unknown>} */
-      const result = { messages: out, estimatedTokens };
-      // Over budget only when eviction was impossible: keep OpenClaw's overflow
-      // precheck on, so it compacts (and compact() delegates).
-      if (overflow) result.promptAuthority = "preassembly_may_overflow";
-      const addition = this.host.memoryPrompt?.({
+      let out = await this.fit(s, messages, tokenBudget, stored, 0);
+      const guidance = this.host.memoryPrompt?.({
         availableTools: params.availableTools ?? new Set(),
         citationsMode: params.citationsMode,
         agentSessionKey: params.sessionKey,
       });
+      let recalled = await this.recall(s, params.prompt, messages, out);
+      let addition = joinAdditions([guidance, recalled?.text]);
+      const extra = () => (addition ? this.tokens(textMessage(addition)) : 0);
+      if (recalled && tokenBudget && sum(out, (m) => this.tokens(m)) + extra() > tokenBudget) {
+        // The block needs room: older messages leave for it as for any message,
+        // but never below minKeepMessages; else it is not given.
+        out = await this.fit(s, messages, tokenBudget, stored, extra());
+        if (sum(out, (m) => this.tokens(m)) + extra() > tokenBudget) {
+          this.host.logger?.info?.(
+            `knowledge-db: session ${sessionId}: ${recalled.ids.length} recalled memories left out: the ${tokenBudget}-token budget has no room for them`,
+          );
+          recalled = null;
+          addition = joinAdditions([guidance]);
+        }
+      }
+      if (recalled) this.remember(s, recalled);
+      const estimatedTokens = sum(out, (m) => this.tokens(m)) + extra();
+      /** @type {Record<string, unknown>} */
+      const result = { messages: out, estimatedTokens };
+      // Over budget only when eviction was impossible: keep OpenClaw's overflow
+      // precheck on, so it compacts (and compact() delegates).
+      if (tokenBudget && estimatedTokens > tokenBudget) result.promptAuthority = "preassembly_may_overflow";
       if (addition) result.systemPromptAddition = addition;
       return result;
     });
+  }
+
+  /**
+   * The visible messages, rolled (when the store holds them) so they fit the
+   * budget less `reserve` tokens. The reserve (room for recalled memories)
+   * never pushes out the newest minKeepMessages.
+   * @param {Session} s
+   * @param {AgentMessage[]} messages the full history
+   * @param {number | undefined} budget
+   * @param {boolean} stored
+   * @param {number} reserve
+   */
+  async fit(s, messages, budget, stored, reserve) {
+    const shown = this.visible(s, messages);
+    if (!budget || sum(shown, (m) => this.tokens(m)) + reserve <= budget) return shown;
+    if (!stored) {
+      if (!reserve) this.host.logger?.warn?.(AMNESIA_WARNING);
+      return shown;
+    }
+    try {
+      await this.roll(s, messages, budget - reserve, { belowMinKeep: !reserve });
+    } catch (error) {
+      this.host.logger?.warn?.(`${AMNESIA_WARNING}: ${message(error)}`);
+    }
+    return this.visible(s, messages);
+  }
+
+  /**
+   * The memories to recall for `prompt` (see recall.js), or null: recall off,
+   * no prompt, nothing confident, or the store unreachable (logged; assemble
+   * goes on without it).
+   * @param {Session} s
+   * @param {unknown} prompt
+   * @param {AgentMessage[]} all the full history
+   * @param {AgentMessage[]} shown the messages assemble returns
+   * @returns {Promise<import("./recall.js").Recalled | null>}
+   */
+  async recall(s, prompt, all, shown) {
+    if (!this.config.recall || typeof prompt !== "string" || !prompt.trim()) return null;
+    const fingerprint = recallFingerprint(prompt, all);
+    if (s.lastRecall?.fingerprint === fingerprint) {
+      // The same turn again (a retried attempt): the same memories.
+      return s.lastRecall.recalled.text ? s.lastRecall.recalled : null;
+    }
+    const exclude = [...new Set([...inContextIds(s.sessionId, all, shown), ...s.recalled, this.stateId(s.sessionId)])];
+    let recalled;
+    try {
+      recalled = await recallFor(this.client, { prompt, exclude });
+    } catch (error) {
+      this.host.logger?.warn?.(`knowledge-db: recall is unavailable, so nothing is recalled for this prompt: ${message(error)}`);
+      return null;
+    }
+    s.lastRecall = { fingerprint, recalled };
+    return recalled.text ? recalled : null;
+  }
+
+  /**
+   * Marks recalled ids as told (kept in the state record from the next write).
+   * @param {Session} s
+   * @param {import("./recall.js").Recalled} recalled
+   */
+  remember(s, recalled) {
+    const fresh = recalled.ids.filter((id) => !s.recalled.includes(id));
+    if (fresh.length) s.recalled = [...s.recalled, ...fresh].slice(-RECALLED_KEPT);
   }
 
   /** @param {any} params */

@@ -92,12 +92,9 @@ export function captureLogger() {
 export async function rollingMemory({ store, binary: bin, config = {}, delegate }) {
   const helpers = await hostHelpers();
   const logger = captureLogger();
-  const client = new KnowledgeDbClient({ binary: bin ?? binary(), store, namespace: "openclaw" }, logger);
-  const memory = new RollingMemory(
-    client,
-    { namespace: "openclaw", targetUtilization: 0.8, minKeepMessages: 10, evictionNote: true, ...config },
-    { ...helpers, ...(delegate ? { delegate } : {}), logger },
-  );
+  const engineConfig = { namespace: "openclaw", targetUtilization: 0.8, minKeepMessages: 10, evictionNote: true, recall: true, ...config };
+  const client = new KnowledgeDbClient({ binary: bin ?? binary(), store, namespace: engineConfig.namespace }, logger);
+  const memory = new RollingMemory(client, engineConfig, { ...helpers, ...(delegate ? { delegate } : {}), logger });
   return { memory, client, logger, helpers };
 }
 

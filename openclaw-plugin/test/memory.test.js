@@ -128,6 +128,16 @@ test("memory_get reads a segment with its turn range, paged", async () => {
   assert.match(failed.error, /no-such-record/);
 });
 
+test("memory_get also takes a record id, as recalled memories name it", async () => {
+  const byId = (await api.tools.get("memory_get").execute("call-5", { id: "sess-a:m7" })).details;
+  const byPath = (await api.tools.get("memory_get").execute("call-6", { path: "sess-a:m7" })).details;
+  assert.deepEqual(byId, byPath);
+  assert.match(byId.text, /turn 7: the flaky websocket/);
+  const neither = (await api.tools.get("memory_get").execute("call-7", {})).details;
+  assert.equal(neither.disabled, true);
+  assert.match(neither.error, /`path`.*`id`/);
+});
+
 test("status and probes say what the store holds", async () => {
   assert.equal(await manager.probeVectorStoreAvailability(), true);
   const status = manager.status();

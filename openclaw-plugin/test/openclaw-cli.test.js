@@ -60,10 +60,18 @@ test("linked with `plugins install -l`: loaded without diagnostics, both slots s
   assert.equal(slots.memory, "knowledge-db");
   assert.equal(slots.contextEngine, "knowledge-db");
   assertLoaded(inspect(home));
+  // OpenClaw validates the config against the manifest's schema: `recall` is a boolean.
+  openclaw(home, ["config", "set", "plugins.entries.knowledge-db.config.recall", "false"]);
+  const config = JSON.parse(openclaw(home, ["config", "get", "plugins.entries.knowledge-db.config", "--json"]));
+  assert.equal(config.recall, false);
+  assert.throws(
+    () => openclaw(home, ["config", "set", "plugins.entries.knowledge-db.config.recall", '"sometimes"']),
+    (/** @type {any} */ error) => /recall: invalid config: must be boolean/.test(String(error.stderr) + String(error.stdout)),
+  );
 
   const status = JSON.parse(openclaw(home, ["knowledge-db", "status", "--json"], env).replace(/^[^{]*/, ""));
   assert.equal(status.provider, "knowledge-db");
-  assert.equal(status.custom.records, 1);
+  assert.equal(status.custom.records, 1, JSON.stringify(status.custom));
   assert.equal(status.dbPath, store);
   const found = JSON.parse(openclaw(home, ["knowledge-db", "search", "quokka", "--json"], env).replace(/^[^{]*/, ""));
   assert.equal(found.results[0].path, "note-cli");
