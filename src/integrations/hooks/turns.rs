@@ -11,7 +11,6 @@
 //! transcript file itself. Without a turn index (the hooks never followed the
 //! session), the index is built from the transcript the stored messages name.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -59,6 +58,13 @@ pub struct TurnMessage {
     /// Characters cut from the middle of the text (0 when whole).
     #[serde(skip_serializing_if = "is_zero")]
     pub cut_chars: usize,
+    /// The message's record id (the id `ingest` gives it, whether or not it
+    /// is stored), for `get`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The tools the message calls or answers (a tool call's line), if any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -157,7 +163,7 @@ pub fn read_turns(store_root: &Path, query: &TurnQuery) -> Result<TurnMessages> 
     } else if let Some(path) = index.transcript.as_deref().filter(|p| p.is_file()) {
         let messages = transcript_messages(path, session, first_line, last_line)?
             .iter()
-            .map(|m| transcript_message(m, &index, query.max_chars))
+            .map(|m| transcript_message(m, session, &index, query.max_chars))
             .collect();
         ("transcript", messages)
     } else {
@@ -276,12 +282,10 @@ fn turn_index(store_root: &Path, session: &str, stored: &[Record]) -> Result<Tur
     }
 }
 
-/// Every message of a Claude Code transcript, lines numbered from the file's start.
+/// Every message of a Claude Code transcript (gzipped or not), lines
+/// numbered from the file's start.
 fn read_transcript(path: &Path, session: &str) -> Result<Vec<Message>> {
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_to_end(&mut bytes))
-        .map_err(|e| Error::io(path, e))?;
+    let bytes = crate::transcript::read_bytes(path)?;
     let from = ReadFrom {
         session_id: Some(session.to_string()),
         ..ReadFrom::default()
@@ -342,10 +346,28 @@ fn stored_message(record: &Record, index: &TurnIndex, max: Option<usize>) -> Tur
             .and_then(Value::as_str)
             .map(str::to_string),
         cut_chars,
+        id: Some(record.id.clone()),
+        tools: record
+            .source
+            .get("tool_names")
+            .and_then(Value::as_array)
+            .map(|names| {
+                names
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
     }
 }
 
-fn transcript_message(message: &Message, index: &TurnIndex, max: Option<usize>) -> TurnMessage {
+fn transcript_message(
+    message: &Message,
+    session: &str,
+    index: &TurnIndex,
+    max: Option<usize>,
+) -> TurnMessage {
     let line = message.line as u64;
     let (text, cut_chars) = shorten(&message.text(), max);
     TurnMessage {
@@ -355,6 +377,8 @@ fn transcript_message(message: &Message, index: &TurnIndex, max: Option<usize>) 
         text,
         timestamp: message.timestamp.clone(),
         cut_chars,
+        id: Some(crate::transcript::ingest::message_id(session, message)),
+        tools: message.tool_names(),
     }
 }
 
