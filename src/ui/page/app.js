@@ -47,7 +47,7 @@ function App() {
         )}
       </nav>
       <span class="store" title=${info.store}>
-        ${info.records.toLocaleString()} live records · vectors: ${info.vector === "used" ? "used" : "off"} ·
+        ${`${info.records.toLocaleString()} live records · vectors: ${info.vector === "used" ? "used" : "off"} · `}
         ${info.allow_delete ? html`<b class="warn">deletes allowed</b>` : "read-only"}
       </span>
     </header>

@@ -80,7 +80,8 @@ export function SearchView({ info, params }) {
   }, []);
   useEffect(() => {
     setForm(params);
-    if (!params.q) return setAnswer(null);
+    setAnswer(null);
+    if (!params.q) return;
     setBusy(true);
     setError(null);
     const started = performance.now();
@@ -295,13 +296,20 @@ function Summaries({ detail, session, group }) {
           ${s.content && html`<p class="content">${s.content.length > 600 ? s.content.slice(0, 600) + "…" : s.content}</p>`}
           ${s.decisions.length > 0 && html`<p><b>decisions</b> ${s.decisions.join(" · ")}</p>`}
           ${s.files.length > 0 && html`<p><b>files</b> ${s.files.map((f) => html`<code>${f}</code> `)}</p>`}
-          ${s.outcome !== null && s.outcome !== undefined &&
-            html`<p><b>outcome</b> ${Array.isArray(s.outcome) ? s.outcome.join(" · ") : String(s.outcome)}</p>`}
+          ${outcome(s.outcome) && html`<p><b>outcome</b> ${outcome(s.outcome)}</p>`}
         </li>`,
       )}
     </ol>
     ${detail.queue && html`<${QueueLine} queue=${detail.queue} />`}
   `;
+}
+
+/// A task's key outcomes, or whether a segment's task was completed.
+function outcome(value) {
+  if (Array.isArray(value)) return value.join(" · ");
+  if (value === true) return "task completed";
+  if (value === false) return "task not completed";
+  return value ? String(value) : "";
 }
 
 function QueueLine({ queue }) {
@@ -332,8 +340,8 @@ function Turns({ session, from, to }) {
   const meta = page.meta;
   let turn = null;
   return html`
-    <h3 id="turns">Raw turns ${from ? html`<small>from turn ${from}${to ? " to " + to : ""}</small>` : ""}
-      ${from && html` <a href=${href("timeline", { session })} class="small">all turns</a>`}</h3>
+    <h3 id="turns">Raw turns ${from ? html`<small>turns ${from}${to ? "–" + to : " on"}</small>` : ""}
+      ${(from || to) && html` <a href=${href("timeline", { session })} class="small all-turns">(show every turn)</a>`}</h3>
     <${Problem} error=${error} />
     ${meta && html`<p class="hint">${meta.clock === "assistant"
       ? `Turns count the assistant's responses (the hooks' clock); ${meta.turns} so far. Read from the ${meta.source}${meta.transcript ? " (" + meta.transcript + ")" : ""}.`
@@ -366,6 +374,13 @@ function Message({ m }) {
 
 // ---- Record -------------------------------------------------------------
 
+/// The access log's reads of a record: how many, and the latest few.
+function readsLine(reads) {
+  if (!reads.length) return "none (every read is folded into the count)";
+  const latest = reads.slice(-5).map(when).join(", ");
+  return `${reads.length} in the access log${reads.length > 5 ? "; the latest: " : ": "}${latest}`;
+}
+
 export function RecordView({ info, params }) {
   const [record, setRecord] = useState(null);
   const [error, setError] = useState(null);
@@ -395,7 +410,7 @@ export function RecordView({ info, params }) {
         <tr><th>tier</th><td>${record.tier}${record.archived ? ` (archived ${when(record.archived.archived_at)}${record.archived.dropped.length ? "; pruning dropped " + record.archived.dropped.join(", ") : ""})` : ""}</td></tr>
         <tr><th>vector</th><td data-testid="vector-state">${record.vector}</td></tr>
         <tr><th>access count</th><td data-testid="access-count">${record.access.count}${record.access.last_accessed ? ` · last read ${when(record.access.last_accessed)}` : " · never read"}</td></tr>
-        <tr><th>reads not yet folded</th><td>${record.access.reads_not_folded.length ? record.access.reads_not_folded.map(when).join(", ") : "none"}</td></tr>
+        <tr><th>reads not yet folded</th><td>${readsLine(record.access.reads_not_folded)}</td></tr>
         ${record.session_id && html`<tr><th>session</th><td><${SessionLink} session=${record.session_id} group=${record.namespace}>${record.session_id}<//>
           ${record.start_turn !== null ? ` · turn ${record.start_turn}${record.end_turn !== record.start_turn ? "–" + record.end_turn : ""}` : ""}</td></tr>`}
         <tr><th>came from</th><td data-testid="origin">${origin
