@@ -44,7 +44,10 @@ impl Ui {
             .strip_prefix("http://127.0.0.1:")
             .unwrap_or_else(|| panic!("not a loopback URL: {url:?}"));
         let (port, base) = rest.split_at(rest.find('/').expect("a path"));
-        assert!(base.starts_with("/t/") && base.len() == 3 + 64 + 1, "{base}");
+        assert!(
+            base.starts_with("/t/") && base.len() == 3 + 64 + 1,
+            "{base}"
+        );
         Ui {
             child,
             port: port.parse().expect("port"),
@@ -108,7 +111,13 @@ impl Drop for Ui {
 }
 
 /// One HTTP/1.1 request on a fresh connection; the status and the body.
-fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
@@ -186,7 +195,10 @@ fn every_request_needs_the_token_and_a_loopback_host() {
     // The page and its scripts too.
     assert_eq!(refused(&format!("{}assets/app.js", ui.base), &host), 200);
     assert_eq!(refused("/assets/app.js", &host), 403);
-    assert_eq!(refused(&format!("{}assets/../Cargo.toml", ui.base), &host), 404);
+    assert_eq!(
+        refused(&format!("{}assets/../Cargo.toml", ui.base), &host),
+        404
+    );
     let (status, page) = http(ui.port, "GET", &ui.base, &[("Host", &host)], "");
     assert_eq!(status, 200);
     assert!(page.contains("assets/app.js"), "{page}");
@@ -200,11 +212,14 @@ fn answers_are_the_librarys_and_bounded() {
     assert_eq!(status, 200);
     assert_eq!(info["allow_delete"], false);
 
-    // The same hits as the CLI's search with the same filters.
+    // The same hits as the CLI's search with the same filters (BM25: the
+    // viewer was started with --no-vectors).
     let cli = store.json(&[
         "search",
         "invoice query index",
         "--all-namespaces",
+        "--mode",
+        "bm25",
     ]);
     let (status, answer) = ui.get("api/search?q=invoice%20query%20index");
     assert_eq!(status, 200, "{answer}");
@@ -243,12 +258,17 @@ fn answers_are_the_librarys_and_bounded() {
     assert_eq!(summaries.len(), 4, "{session}");
     let (status, record) = ui.get("api/record?id=seg-auth-0001");
     assert_eq!(status, 200);
-    assert_eq!(record["vector"], "none");
+    // `add` embedded the samples when the model is installed, else not.
+    let embedded = store.json(&["stats"])["vectors"]["with_vector"] != 0;
+    assert_eq!(record["vector"], if embedded { "full" } else { "none" });
     assert_eq!(record["tier"], "l2");
     assert_eq!(record["record"]["source"]["segment_id"], "seg-auth-0001");
     let (status, missing) = ui.get("api/record?id=no-such-record");
     assert_eq!(status, 404);
-    assert!(missing["error"].as_str().unwrap_or_default().contains("no-such-record"));
+    assert!(missing["error"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("no-such-record"));
 
     // Health: the counts `stats` gives; the last verify once one ran.
     let stats = store.json(&["stats"]);
@@ -277,8 +297,15 @@ fn deletes_only_with_allow_delete_from_its_own_origin() {
     let ui = Ui::start(&store, &[]);
     let (status, body) = ui.delete(r#"{"ids":["seg-auth-0001"]}"#);
     assert_eq!(status, 403);
-    assert!(body["error"].as_str().unwrap_or_default().contains("--allow-delete"));
-    store.cmd().args(["get", "seg-auth-0001"]).assert().success();
+    assert!(body["error"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("--allow-delete"));
+    store
+        .cmd()
+        .args(["get", "seg-auth-0001"])
+        .assert()
+        .success();
     drop(ui);
 
     let ui = Ui::start(&store, &["--allow-delete"]);
@@ -287,7 +314,11 @@ fn deletes_only_with_allow_delete_from_its_own_origin() {
     let json = ("Content-Type", "application/json");
     let body = r#"{"ids":["seg-auth-0001"]}"#;
     for headers in [
-        vec![("Host", host.as_str()), json, ("Origin", "http://evil.example")],
+        vec![
+            ("Host", host.as_str()),
+            json,
+            ("Origin", "http://evil.example"),
+        ],
         vec![("Host", host.as_str()), json],
         vec![
             ("Host", host.as_str()),
@@ -295,13 +326,21 @@ fn deletes_only_with_allow_delete_from_its_own_origin() {
             ("Origin", &format!("http://{host}")),
         ],
     ] {
-        assert_eq!(http(ui.port, "POST", &path, &headers, body).0, 403, "{headers:?}");
+        assert_eq!(
+            http(ui.port, "POST", &path, &headers, body).0,
+            403,
+            "{headers:?}"
+        );
     }
     let huge = format!(r#"{{"ids":["{}"]}}"#, "x".repeat(70_000));
     assert_eq!(ui.delete(&huge).0, 413);
     assert_eq!(ui.delete(r#"{"ids":[],"nonsense":1}"#).0, 400);
     assert_eq!(ui.delete(r#"{}"#).0, 400);
-    store.cmd().args(["get", "seg-auth-0001"]).assert().success();
+    store
+        .cmd()
+        .args(["get", "seg-auth-0001"])
+        .assert()
+        .success();
 
     let (status, report) = ui.delete(body);
     assert_eq!(status, 200, "{report}");
@@ -337,6 +376,9 @@ fn a_port_in_use_is_named() {
         .expect("run");
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains(&format!("127.0.0.1:{}", ui.port)), "{stderr}");
+    assert!(
+        stderr.contains(&format!("127.0.0.1:{}", ui.port)),
+        "{stderr}"
+    );
     assert!(stderr.contains("--port 0"), "{stderr}");
 }

@@ -494,7 +494,8 @@ mod tests {
         sessions.sort();
         assert_eq!(sessions, ["s1", "s2"]);
         assert!(queues.iter().all(|q| q.pending.len() == 1));
-        assert_eq!(all_queues(dir.path(), &settings, 1).unwrap().0.len(), 1);
+        // The limit bounds the files read (a damaged one among them).
+        assert!(all_queues(dir.path(), &settings, 1).unwrap().0.len() <= 1);
     }
 
     #[test]
