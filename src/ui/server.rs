@@ -85,7 +85,7 @@ impl Bound {
     }
 
     /// Serves `viewer` until `stop` completes, on a runtime of its own;
-    /// requests still running then get [`SHUTDOWN_GRACE`] to finish.
+    /// requests still running then get a few seconds to finish.
     pub fn serve(
         self,
         viewer: Viewer,
