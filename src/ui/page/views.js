@@ -93,8 +93,16 @@ export function SearchView({ info, params }) {
     setForm({ ...form, [name]: event.target.type === "checkbox" ? (event.target.checked ? "1" : "") : event.target.value });
   const submit = (event) => {
     event.preventDefault();
+    performance.mark("kdb:search-submit");
     go("search", form);
   };
+  // The page marks its own timings (User Timing): scripts/ui-measure.mjs reads them.
+  useEffect(() => performance.mark("kdb:search-view"), []);
+  useEffect(() => {
+    if (!answer) return;
+    const submitted = performance.getEntriesByName("kdb:search-submit").pop();
+    if (submitted) performance.measure("kdb:search-drawn", "kdb:search-submit");
+  }, [answer]);
   return html`
     <form class="search" onSubmit=${submit}>
       <div class="query-row">
@@ -234,6 +242,9 @@ function SessionList({ group, selected }) {
     setPages({ sessions: [], total: null });
     load(0);
   }, [group]);
+  useEffect(() => {
+    if (pages.total !== null) performance.mark("kdb:sessions-drawn");
+  }, [pages]);
   let lastDay = null;
   return html`
     <h2>Sessions ${pages.total !== null && html`<small>${pages.total}</small>`}</h2>
