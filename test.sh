@@ -45,3 +45,14 @@ if [ -z "$clients_skipped" ]; then
 else
   echo "test.sh: SKIPPED the OpenClaw plugin tests: $clients_skipped" >&2
 fi
+
+# ---- the viewer (`knowledge-db ui`) in headless Chromium: tests/ui/ ----
+# A store of 30 real sessions (../shared/eval), searched, browsed, checked and
+# deleted from through Debian's Chromium driven by playwright-core.
+if [ -z "$clients_skipped" ]; then
+  KNOWLEDGE_DB_BIN="$PWD/target/debug/knowledge-db" \
+    "$KDB_NODE24/node" --test --test-concurrency=1 tests/ui/viewer.test.mjs
+else
+  echo "test.sh: SKIPPED the viewer's browser test: $clients_skipped" >&2
+fi
+# ---- end of the viewer block ----

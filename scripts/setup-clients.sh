@@ -10,6 +10,8 @@
 #   openclaw/   openclaw (the plugin's peer: its loader, CLI and harness)
 #   inspector/  MCP Inspector (its CLI mode)
 #   mcp-venv/   the official MCP Python SDK (`mcp` from PyPI)
+#   playwright/ playwright-core (npm), which drives the viewer's browser test
+# and Debian's chromium (apt, /usr/bin/chromium; never a downloaded browser).
 # and openclaw-plugin/node_modules (git-ignored) from the plugin's package-lock.json.
 # A second run checks versions and installs nothing. Exit code 3, with a line on
 # stderr, when a registry cannot be reached.
@@ -24,6 +26,7 @@ log=$cache/setup.log
 OPENCLAW_VERSION=2026.9.6
 INSPECTOR_VERSION=2.12.0
 MCP_PYTHON_VERSION=2.3.0
+PLAYWRIGHT_VERSION=1.65.1
 
 unreachable() {
   echo "setup-clients: $1 could not be installed (is the registry reachable? see $log):" >&2
@@ -72,8 +75,25 @@ if [ "$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("
   "$venv/bin/pip" install --quiet "mcp==$MCP_PYTHON_VERSION" >>"$log" 2>&1 || unreachable "mcp (PyPI)"
 fi
 
+# ---- the viewer's browser test (tests/ui/): Chromium and playwright-core ----
+if [ ! -x /usr/bin/chromium ]; then
+  echo "setup-clients: installing chromium from Debian's packages" >&2
+  { apt-get install -y --no-install-recommends chromium >>"$log" 2>&1 \
+    || { apt-get update >>"$log" 2>&1 && apt-get install -y --no-install-recommends chromium >>"$log" 2>&1; }; } \
+    || unreachable "chromium (apt-get; as root)"
+fi
+playwright=$cache/playwright/node_modules/playwright-core
+if [ "$(installed_version "$playwright")" != "$PLAYWRIGHT_VERSION" ]; then
+  echo "setup-clients: installing playwright-core $PLAYWRIGHT_VERSION from npm" >&2
+  npm install --no-audit --no-fund --ignore-scripts --prefix "$cache/playwright" \
+    "playwright-core@$PLAYWRIGHT_VERSION" >>"$log" 2>&1 || unreachable "playwright-core (npm)"
+fi
+# ---- end of the viewer's clients ----
+
 echo "export PATH=\"$node24:\$PATH\""
 echo "export KDB_OPENCLAW_DIR=\"$openclaw\""
 echo "export KDB_MCP_INSPECTOR=\"$cache/inspector/node_modules/.bin/mcp-inspector\""
 echo "export KDB_MCP_PYTHON=\"$venv/bin/python\""
 echo "export KDB_NODE24=\"$node24\""
+echo "export KDB_CHROMIUM=/usr/bin/chromium"
+echo "export KDB_PLAYWRIGHT_CORE=\"$playwright\""

@@ -36,7 +36,8 @@
 //!   the access log, applies the retention policy and finishes interrupted
 //!   operations, started on demand by writers;
 //! - [`integrations`]: how agents reach the store (MCP server, OpenClaw and QMD,
-//!   Claude Code install).
+//!   Claude Code install);
+//! - [`ui`]: the local viewer, a page on 127.0.0.1 over the same calls.
 //!
 //! The `knowledge-db` binary (`src/main.rs`) holds what only the command line
 //! needs: its flags and handlers (`cli/`), `eval` (BEIR evaluation, the
@@ -94,6 +95,7 @@ pub mod shell;
 pub mod store;
 pub mod tiers;
 pub mod transcript;
+pub mod ui;
 pub mod upkeep;
 pub mod vectors;
 

@@ -21,6 +21,7 @@ mod records;
 mod roll;
 mod search;
 mod show;
+mod ui;
 mod upkeep;
 mod verify;
 
@@ -213,6 +214,11 @@ enum Command {
     #[command(after_help = mcp::AFTER_HELP)]
     Mcp(mcp::McpArgs),
 
+    /// Serve a local page to look through the store in a browser: search with
+    /// explain, the timeline of sessions, records, the store's health.
+    #[command(after_help = ui::AFTER_HELP)]
+    Ui(ui::UiArgs),
+
     /// A QMD-compatible command surface, for OpenClaw's `memory.backend = "qmd"`.
     #[command(subcommand, after_help = qmd::AFTER_HELP)]
     Qmd(qmd::QmdCommand),
@@ -334,6 +340,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Evict(args) => roll::evict(&root, args),
         Command::Pack(args) => roll::pack(&root, args),
         Command::Mcp(args) => mcp::run(&root, args),
+        Command::Ui(args) => ui::run(&root, args),
         Command::Qmd(command) => qmd::run(&root, command),
         Command::Hook(command) => hook::run(&root, command),
     }

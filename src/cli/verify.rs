@@ -34,6 +34,11 @@ pub(crate) fn run_verify(root: &Path, args: VerifyArgs) -> anyhow::Result<ExitCo
         bar.set_position(done);
     })?;
     bar.finish_and_clear();
+    // The viewer's health page shows the last answer; a store this user may
+    // not write to is still verified.
+    if let Err(e) = report.save_as_last(root) {
+        eprintln!("note: the report was not saved for `knowledge-db ui`: {e}");
+    }
     if args.json {
         output::print_json(&report)?;
     } else {

@@ -381,6 +381,12 @@ impl SearchEngine {
         }
     }
 
+    /// The searcher (one commit) the engine reads: browsing beside a search
+    /// reads the same records without opening the index again.
+    pub fn searcher(&self) -> &Searcher {
+        &self.searcher
+    }
+
     /// Live records the engine searches (L2).
     pub fn num_records(&self) -> u64 {
         self.searcher.num_docs()

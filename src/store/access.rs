@@ -184,6 +184,14 @@ impl Pending {
         true
     }
 
+    /// The logged times (Unix milliseconds) of `id`'s reads not yet folded,
+    /// oldest first: the part of its access history the log still holds.
+    pub fn reads_of(&self, id: &str) -> Vec<i64> {
+        let mut times = self.reads.get(id).cloned().unwrap_or_default();
+        times.sort_unstable();
+        times
+    }
+
     /// The ids with reads.
     pub fn ids(&self) -> impl Iterator<Item = &String> {
         self.reads.keys()
@@ -278,6 +286,22 @@ mod tests {
             source: serde_json::json!({}),
             fields: Default::default(),
         }
+    }
+
+    #[test]
+    fn reads_of_lists_one_records_pending_reads_oldest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join(LOG),
+            "1700000300000\ta\n1700000100000\ta\n1700000200000\tb\n",
+        )
+        .unwrap();
+        let pending = Pending::read_one(dir.path(), "a").unwrap();
+        assert_eq!(
+            pending.reads_of("a"),
+            [1_700_000_100_000, 1_700_000_300_000]
+        );
+        assert!(pending.reads_of("b").is_empty());
     }
 
     #[test]

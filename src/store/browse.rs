@@ -2,18 +2,244 @@
 //!
 //! Search ranks; browsing lists. An agent that found a segment summary drills
 //! down to the raw messages of its session and turn range; the QMD surface lists
-//! the records of one collection's namespace to tell which files changed. Both
-//! are exact-term lookups on the untokenized `session`, `kind` and `namespace`
-//! fields, read from one searcher (one commit).
+//! the records of one collection's namespace to tell which files changed; the
+//! viewer (`knowledge-db ui`) lists the sessions of each group by date, a
+//! session's summaries, and a record's vector state. Lookups are exact-term
+//! queries on the untokenized `session`, `kind` and `namespace` fields; the
+//! session list is counted from the fast fields alone (no stored record is
+//! read), so listing the sessions of a 40k-record store reads a few columns.
+//! Everything is read from one searcher (one commit).
 
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
 use tantivy::collector::DocSetCollector;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::IndexRecordOption;
 use tantivy::{Searcher, TantivyDocument, Term};
 
-use crate::error::Result;
-use crate::index::IndexFields;
+use crate::error::{Error, Result};
+use crate::index::lookup::IdLookup;
+use crate::index::{has_vector, IndexFields};
+use crate::record::parse::format_time;
 use crate::record::{Kind, Record};
+
+/// The column sessions are grouped by in [`sessions`]: each session belongs
+/// to the project of its records (`""` for records of no project, such as
+/// notes added by hand or the OpenClaw plugin's messages).
+pub const GROUP_COLUMN: &str = "project";
+
+/// One session as a listing shows it: counted from the fast fields.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionEntry {
+    /// The session id.
+    pub session_id: String,
+    /// Its group (see [`GROUP_COLUMN`]); a session whose records lie in
+    /// several groups is listed once in each.
+    pub group: String,
+    /// Live records of the session in that group.
+    pub records: u64,
+    /// Those records per kind name.
+    pub by_kind: BTreeMap<String, u64>,
+    /// The earliest record time (RFC 3339); `None` when no record has one.
+    pub first: Option<String>,
+    /// The latest record time (RFC 3339).
+    pub last: Option<String>,
+    /// `first` in Unix seconds.
+    #[serde(skip)]
+    pub first_unix: Option<i64>,
+    /// `last` in Unix seconds, the listing's order.
+    #[serde(skip)]
+    pub last_unix: Option<i64>,
+}
+
+/// One group (see [`GROUP_COLUMN`]) with its sessions counted.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupEntry {
+    /// The group's name.
+    pub name: String,
+    /// Sessions in it.
+    pub sessions: u64,
+    /// Live records of those sessions.
+    pub records: u64,
+    /// The latest record time of its sessions (RFC 3339).
+    pub last: Option<String>,
+}
+
+/// Per (group, session) ordinal pair of one segment: counts and times.
+#[derive(Default)]
+struct Tally {
+    records: u64,
+    by_kind: HashMap<u64, u64>,
+    first: Option<i64>,
+    last: Option<i64>,
+}
+
+/// Every session with live records, per group, newest first (by its latest
+/// record time; sessions without times last, then by id). Records without a
+/// session (notes) are not listed.
+pub fn sessions(searcher: &Searcher) -> Result<Vec<SessionEntry>> {
+    let mut merged: HashMap<(String, String), SessionEntry> = HashMap::new();
+    let column_error = |e: std::io::Error| Error::io("text index", e);
+    for segment in searcher.segment_readers() {
+        let fast = segment.fast_fields();
+        let (Some(session), Some(group), Some(kind)) = (
+            fast.str("session")?,
+            fast.str(GROUP_COLUMN)?,
+            fast.str("kind")?,
+        ) else {
+            continue;
+        };
+        let times = fast.date("timestamp")?;
+        let mut tallies: HashMap<(u64, u64), Tally> = HashMap::new();
+        for doc in segment.doc_ids_alive() {
+            let (Some(s), Some(g)) = (session.term_ords(doc).next(), group.term_ords(doc).next())
+            else {
+                continue;
+            };
+            let tally = tallies.entry((g, s)).or_default();
+            tally.records += 1;
+            if let Some(k) = kind.term_ords(doc).next() {
+                *tally.by_kind.entry(k).or_default() += 1;
+            }
+            if let Some(t) = times.first(doc).map(|t| t.into_timestamp_secs()) {
+                tally.first = Some(tally.first.map_or(t, |f| f.min(t)));
+                tally.last = Some(tally.last.map_or(t, |l| l.max(t)));
+            }
+        }
+        let mut text = String::new();
+        let mut name_of = |column: &tantivy::columnar::StrColumn, ord: u64| {
+            text.clear();
+            column.ord_to_str(ord, &mut text).map_err(column_error)?;
+            Ok::<String, Error>(text.clone())
+        };
+        for ((g, s), tally) in tallies {
+            let key = (name_of(&group, g)?, name_of(&session, s)?);
+            let entry = merged.entry(key.clone()).or_insert_with(|| SessionEntry {
+                session_id: key.1.clone(),
+                group: key.0.clone(),
+                records: 0,
+                by_kind: BTreeMap::new(),
+                first: None,
+                last: None,
+                first_unix: None,
+                last_unix: None,
+            });
+            entry.records += tally.records;
+            for (k, n) in tally.by_kind {
+                *entry.by_kind.entry(name_of(&kind, k)?).or_default() += n;
+            }
+            let first = [tally.first, entry.first_unix].into_iter().flatten().min();
+            entry.first_unix = first;
+            entry.first = first.map(format_time);
+            let last = [tally.last, entry.last_unix].into_iter().flatten().max();
+            entry.last_unix = last;
+            entry.last = last.map(format_time);
+        }
+    }
+    let mut list: Vec<SessionEntry> = merged.into_values().collect();
+    list.sort_by(|a, b| {
+        b.last_unix
+            .cmp(&a.last_unix)
+            .then_with(|| a.session_id.cmp(&b.session_id))
+            .then_with(|| a.group.cmp(&b.group))
+    });
+    Ok(list)
+}
+
+/// The groups of `sessions` (as [`sessions`] lists them), newest first.
+pub fn groups(sessions: &[SessionEntry]) -> Vec<GroupEntry> {
+    let mut by_name: BTreeMap<&str, (GroupEntry, Option<i64>)> = BTreeMap::new();
+    for s in sessions {
+        let (entry, last) = by_name.entry(&s.group).or_insert_with(|| {
+            (
+                GroupEntry {
+                    name: s.group.clone(),
+                    sessions: 0,
+                    records: 0,
+                    last: None,
+                },
+                None,
+            )
+        });
+        entry.sessions += 1;
+        entry.records += s.records;
+        if s.last_unix > *last {
+            *last = s.last_unix;
+            entry.last.clone_from(&s.last);
+        }
+    }
+    let mut list: Vec<(GroupEntry, Option<i64>)> = by_name.into_values().collect();
+    list.sort_by(|(a, la), (b, lb)| lb.cmp(la).then_with(|| a.name.cmp(&b.name)));
+    list.into_iter().map(|(g, _)| g).collect()
+}
+
+/// Which vector a live record carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VectorState {
+    /// None yet: the upkeep (or `embed`) computes it.
+    None,
+    /// A draft by the int8 model, replaced by the full model's later.
+    Draft,
+    /// The full model's vector.
+    Full,
+}
+
+/// The vector state of the live record `id`; `None` when no live record has it.
+pub fn vector_state(
+    searcher: &Searcher,
+    fields: &IndexFields,
+    id: &str,
+) -> Result<Option<VectorState>> {
+    let Some(address) = IdLookup::new(searcher, fields)?.find(id)? else {
+        return Ok(None);
+    };
+    let segment = searcher.segment_reader(address.segment_ord);
+    let value = segment
+        .fast_fields()
+        .u64("has_vector")?
+        .first(address.doc_id);
+    Ok(Some(match value {
+        Some(has_vector::FULL) => VectorState::Full,
+        Some(has_vector::DRAFT) => VectorState::Draft,
+        _ => VectorState::None,
+    }))
+}
+
+/// The ids of every live record of `session`, sorted, read from the `id`
+/// column (no stored record is read): what deleting a whole session deletes.
+pub fn session_ids(
+    searcher: &Searcher,
+    fields: &IndexFields,
+    session: &str,
+) -> Result<Vec<String>> {
+    let query = term_query(fields.session, session);
+    let addresses = searcher.search(&*query, &DocSetCollector)?;
+    let mut columns = Vec::with_capacity(searcher.segment_readers().len());
+    for segment in searcher.segment_readers() {
+        columns.push(segment.fast_fields().str("id")?);
+    }
+    let mut ids = Vec::with_capacity(addresses.len());
+    let mut text = String::new();
+    for address in addresses {
+        let Some(column) = columns
+            .get(address.segment_ord as usize)
+            .and_then(Option::as_ref)
+        else {
+            continue;
+        };
+        if let Some(ord) = column.term_ords(address.doc_id).next() {
+            text.clear();
+            column
+                .ord_to_str(ord, &mut text)
+                .map_err(|e| Error::io("text index", e))?;
+            ids.push(text.clone());
+        }
+    }
+    ids.sort();
+    Ok(ids)
+}
 
 /// The `message` records of `session` whose turn lies in `from..=to`, ordered by
 /// turn (then id, so equal turns come out in a stable order).
@@ -247,5 +473,67 @@ mod tests {
         assert!(namespace_records(&searcher, store.fields(), "none")
             .expect("ns")
             .is_empty());
+    }
+
+    #[test]
+    fn sessions_are_counted_per_group_newest_first_and_listed_by_id() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let store = Store::init(&dir.path().join("s")).expect("init");
+        let message = |session: &str, ns: &str, turn: u64, time: &str| {
+            record(serde_json::json!({
+                "session_id": session, "namespace": ns, "turn_index": turn,
+                "role": "user", "text": format!("turn {turn}"), "timestamp": time
+            }))
+        };
+        let records = vec![
+            message("old", "a", 1, "2026-01-01T10:00:00Z"),
+            message("old", "a", 2, "2026-01-01T11:00:00Z"),
+            message("new", "a", 1, "2026-02-01T10:00:00Z"),
+            message("other", "b", 1, "2026-01-15T10:00:00Z"),
+            record(serde_json::json!({
+                "segment_id": "seg", "session_id": "old", "namespace": "a",
+                "start_turn": 1, "end_turn": 2, "topic": "t", "compressed_content": "x",
+                "compressed_at": "2026-01-01T12:00:00Z"
+            })),
+            record(serde_json::json!({"id": "note", "text": "no session"})),
+        ];
+        store
+            .add(records, None, Duration::from_secs(5))
+            .expect("add");
+        let searcher = store.reader().expect("reader").searcher();
+        let list = sessions(&searcher).expect("sessions");
+        let order: Vec<(&str, &str)> = list
+            .iter()
+            .map(|s| (s.group.as_str(), s.session_id.as_str()))
+            .collect();
+        assert_eq!(order, [("a", "new"), ("b", "other"), ("a", "old")]);
+        let old = &list[2];
+        assert_eq!(old.records, 3);
+        assert_eq!(old.by_kind.get("message"), Some(&2));
+        assert_eq!(old.by_kind.get("segment"), Some(&1));
+        assert_eq!(old.first.as_deref(), Some("2026-01-01T10:00:00Z"));
+        assert_eq!(old.last.as_deref(), Some("2026-01-01T12:00:00Z"));
+
+        let groups = groups(&list);
+        let names: Vec<(&str, u64, u64)> = groups
+            .iter()
+            .map(|g| (g.name.as_str(), g.sessions, g.records))
+            .collect();
+        assert_eq!(names, [("a", 2, 4), ("b", 1, 1)]);
+
+        let ids = session_ids(&searcher, store.fields(), "old").expect("ids");
+        assert_eq!(ids, ["old:turn:1", "old:turn:2", "seg"]);
+        let summaries =
+            session_records(&searcher, store.fields(), "old", &[Kind::Segment]).expect("segments");
+        assert_eq!(summaries.len(), 1);
+        assert_eq!(summaries[0].id, "seg");
+        assert_eq!(
+            vector_state(&searcher, store.fields(), "seg").expect("state"),
+            Some(VectorState::None)
+        );
+        assert_eq!(
+            vector_state(&searcher, store.fields(), "missing").expect("state"),
+            None
+        );
     }
 }

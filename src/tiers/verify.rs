@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::archive::Archive;
 use crate::check::Check;
@@ -42,6 +42,77 @@ pub struct VerifyReport {
     /// done is not counted among the checks' problems.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pending: Option<String>,
+}
+
+/// The file in a store where `verify` keeps its last answer.
+pub const LAST_VERIFY_FILE: &str = "verify.json";
+
+/// The last `verify` of a store, as saved in [`LAST_VERIFY_FILE`]: what the
+/// viewer's health page shows without running the checks again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LastVerify {
+    /// When the checks finished (RFC 3339).
+    pub at: String,
+    /// Whether every check passed.
+    pub ok: bool,
+    /// Live L2 records checked.
+    pub records: u64,
+    /// Each check: its name, whether it passed, what it found.
+    pub checks: Vec<SavedCheck>,
+}
+
+/// One check of a saved [`LastVerify`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedCheck {
+    /// What was checked.
+    pub name: String,
+    /// Whether it passed.
+    pub ok: bool,
+    /// What was checked, or what is wrong.
+    pub detail: String,
+}
+
+impl VerifyReport {
+    /// Saves this report as the store's last verify (atomically: a report is
+    /// rewritten by the next `verify`, so no fsync is waited for).
+    pub fn save_as_last(&self, root: &Path) -> Result<()> {
+        let last = LastVerify {
+            at: crate::now_rfc3339(),
+            ok: self.ok,
+            records: self.records,
+            checks: self
+                .checks
+                .iter()
+                .map(|c| SavedCheck {
+                    name: c.name.to_string(),
+                    ok: c.ok,
+                    detail: c.detail.clone(),
+                })
+                .collect(),
+        };
+        let path = root.join(LAST_VERIFY_FILE);
+        let bytes = serde_json::to_vec_pretty(&last)
+            .map_err(|e| crate::error::Error::io(&path, std::io::Error::other(e)))?;
+        crate::files::replace(&path, &bytes, crate::files::Durability::Atomic)
+    }
+}
+
+/// The store's last saved verify; `None` when `verify` never ran on it (or
+/// ran before reports were saved).
+pub fn last_verify(root: &Path) -> Result<Option<LastVerify>> {
+    let path = root.join(LAST_VERIFY_FILE);
+    match std::fs::read(&path) {
+        Ok(bytes) => {
+            serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| crate::error::Error::Config {
+                    path: path.clone(),
+                    message: format!("not a saved verify report at line {}: {e}", e.line()),
+                })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(crate::error::Error::io(&path, e)),
+    }
 }
 
 /// What `repair` did.
@@ -203,4 +274,26 @@ fn archived_ids(root: &Path) -> Vec<String> {
         .filter_map(|file| archive.read_file(file).ok())
         .flat_map(|entries| entries.entries.into_iter().map(|(_, e)| e.record.id))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_verify_is_saved_and_read_back() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let store = Store::init(&dir.path().join("s")).expect("init");
+        assert_eq!(last_verify(store.root()).expect("none yet"), None);
+        let report = verify(&store, &mut |_, _| {}).expect("verify");
+        report.save_as_last(store.root()).expect("save");
+        let last = last_verify(store.root()).expect("read").expect("saved");
+        assert_eq!((last.ok, last.records), (report.ok, report.records));
+        let names: Vec<&str> = last.checks.iter().map(|c| c.name.as_str()).collect();
+        let expected: Vec<&str> = report.checks.iter().map(|c| c.name).collect();
+        assert_eq!(names, expected);
+        std::fs::write(store.root().join(LAST_VERIFY_FILE), b"{").expect("damage");
+        let error = last_verify(store.root()).expect_err("damaged").to_string();
+        assert!(error.contains(LAST_VERIFY_FILE), "{error}");
+    }
 }

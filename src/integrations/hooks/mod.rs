@@ -265,6 +265,38 @@ impl HookFiles {
         }
     }
 
+    /// The last `max_lines` lines of `hooks.log` (and of `hooks.log.1` before
+    /// it, when the log was just rotated), oldest first: what the hooks had
+    /// to report (a hook logs its errors instead of failing the agent's tool
+    /// call). Reads at most the last 256 KiB of each file.
+    pub fn recent_log(&self, max_lines: usize) -> Result<Vec<String>> {
+        const TAIL: u64 = 256 * 1024;
+        let mut lines: Vec<String> = Vec::new();
+        for path in [self.dir.join("hooks.log.1"), self.log()] {
+            let mut file = match File::open(&path) {
+                Ok(file) => file,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(&path, e)),
+            };
+            let len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
+            let start = len.saturating_sub(TAIL);
+            file.seek(SeekFrom::Start(start))
+                .map_err(|e| Error::io(&path, e))?;
+            let mut bytes = Vec::new();
+            file.take(TAIL)
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::io(&path, e))?;
+            let text = String::from_utf8_lossy(&bytes);
+            let mut part: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+            if start > 0 && !part.is_empty() {
+                part.remove(0); // cut mid-line
+            }
+            lines.extend(part.into_iter().map(str::to_string));
+        }
+        let skip = lines.len().saturating_sub(max_lines);
+        Ok(lines.split_off(skip))
+    }
+
     /// Appends one line to `hooks.log` (best effort: a hook has nowhere else to report).
     pub fn log_line(&self, command: &str, session_id: Option<&str>, message: &str) {
         let _ = std::fs::create_dir_all(&self.dir);
@@ -849,6 +881,24 @@ mod tests {
 
     use super::*;
     use crate::transcript::{read_slice, Format, ReadFrom};
+
+    #[test]
+    fn recent_log_gives_the_last_lines_across_the_rotation() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let files = HookFiles::new(dir.path());
+        assert!(files.recent_log(5).expect("no log").is_empty());
+        std::fs::create_dir_all(&files.dir).expect("dir");
+        std::fs::write(files.dir.join("hooks.log.1"), "old 1\nold 2\n").expect("write");
+        files.log_line("post-tool-use", Some("s1"), "error: one\ntwo");
+        let lines = files.recent_log(2).expect("log");
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0], "old 2");
+        assert!(
+            lines[1].ends_with("post-tool-use session=s1 error: one | two"),
+            "{lines:?}"
+        );
+        assert_eq!(files.recent_log(10).expect("log").len(), 3);
+    }
 
     fn fixture() -> Vec<u8> {
         let path =

@@ -146,6 +146,45 @@ pub fn queue_path(store_root: &Path, settings: &HookSettings, session_id: &str) 
     queue_dir(store_root, settings).join(format!("{}_pending.json", HookFiles::stem(session_id)))
 }
 
+/// Every session's queue in the queue folder, the most recently changed
+/// first, at most `limit` of them (each file is read whole, so the caller
+/// bounds the work), and how many queue files there are. A file that cannot
+/// be read is skipped: one damaged queue must not hide the others.
+pub fn all_queues(
+    store_root: &Path,
+    settings: &HookSettings,
+    limit: usize,
+) -> Result<(Vec<Queue>, usize)> {
+    let dir = queue_dir(store_root, settings);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
+        Err(e) => return Err(crate::error::Error::io(&dir, e)),
+    };
+    let mut files: Vec<(std::time::SystemTime, PathBuf, String)> = entries
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let name = entry.file_name().into_string().ok()?;
+            let stem = name.strip_suffix("_pending.json")?.to_string();
+            let modified = entry.metadata().ok()?.modified().ok()?;
+            Some((modified, entry.path(), stem))
+        })
+        .collect();
+    let total = files.len();
+    files.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.2.cmp(&b.2)));
+    let mut queues = Vec::new();
+    for (_, path, stem) in files.into_iter().take(limit) {
+        let Ok(Some(mut queue)) = super::read_json::<Queue>(&path) else {
+            continue;
+        };
+        if queue.session_id.is_empty() {
+            queue.session_id = stem;
+        }
+        queues.push(queue);
+    }
+    Ok((queues, total))
+}
+
 impl Queue {
     /// The session's queue, or an empty one. A queue file of the first layout
     /// (`<store>/hooks/<session>.queue.json`, items keyed `id`, conversation
@@ -431,6 +470,32 @@ mod tests {
             tokens: 2400,
             record: json!({}),
         }
+    }
+
+    #[test]
+    fn all_queues_lists_each_sessions_file_and_skips_a_damaged_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = HookSettings::default();
+        assert_eq!(all_queues(dir.path(), &settings, 10).unwrap().1, 0);
+        for session in ["s1", "s2"] {
+            let mut queue =
+                Queue::load(&queue_path(dir.path(), &settings, session), session).unwrap();
+            queue.push(&[item(&format!("{session}:segment:1-5"), 1, 5)], 9);
+            queue
+                .save(&queue_path(dir.path(), &settings, session))
+                .unwrap();
+        }
+        let folder = queue_dir(dir.path(), &settings);
+        std::fs::write(folder.join("bad_pending.json"), b"{not json").unwrap();
+        std::fs::write(folder.join("unrelated.json"), b"{}").unwrap();
+        let (queues, total) = all_queues(dir.path(), &settings, 10).unwrap();
+        assert_eq!(total, 3);
+        let mut sessions: Vec<&str> = queues.iter().map(|q| q.session_id.as_str()).collect();
+        sessions.sort();
+        assert_eq!(sessions, ["s1", "s2"]);
+        assert!(queues.iter().all(|q| q.pending.len() == 1));
+        // The limit bounds the files read (a damaged one among them).
+        assert!(all_queues(dir.path(), &settings, 1).unwrap().0.len() <= 1);
     }
 
     #[test]

@@ -61,6 +61,13 @@ pub struct TurnMessage {
     /// Characters cut from the middle of the text (0 when whole).
     #[serde(skip_serializing_if = "is_zero")]
     pub cut_chars: usize,
+    /// The message's record id (the id `ingest` gives it, whether or not it
+    /// is stored), for `get`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The tools the message calls or answers (a tool call's line), if any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -170,7 +177,7 @@ pub fn read_turns(store_root: &Path, query: &TurnQuery) -> Result<TurnMessages> 
     } else if let Some(path) = index.transcript.as_deref().filter(|_| readable) {
         let messages = transcript_messages(path, session, first_line, last_line)?
             .iter()
-            .map(|m| transcript_message(m, &index, query.max_chars))
+            .map(|m| transcript_message(m, session, &index, query.max_chars))
             .collect();
         ("transcript", messages)
     } else {
@@ -289,9 +296,10 @@ fn turn_index(store_root: &Path, session: &str, stored: &[Record]) -> Result<Tur
     }
 }
 
-/// Every message of a Claude Code transcript, lines numbered from the file's
-/// start (a regular file within the transcript size limit only: the path
-/// comes from a stored record, which anyone may have written).
+/// Every message of a Claude Code transcript (gzipped or not), lines
+/// numbered from the file's start (a regular file within the transcript size
+/// limit only: the path comes from a stored record, which anyone may have
+/// written).
 fn read_transcript(path: &Path, session: &str) -> Result<Vec<Message>> {
     let bytes = crate::transcript::read_bytes(path)?;
     let from = ReadFrom {
@@ -354,10 +362,28 @@ fn stored_message(record: &Record, index: &TurnIndex, max: Option<usize>) -> Tur
             .and_then(Value::as_str)
             .map(str::to_string),
         cut_chars,
+        id: Some(record.id.clone()),
+        tools: record
+            .source
+            .get("tool_names")
+            .and_then(Value::as_array)
+            .map(|names| {
+                names
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
     }
 }
 
-fn transcript_message(message: &Message, index: &TurnIndex, max: Option<usize>) -> TurnMessage {
+fn transcript_message(
+    message: &Message,
+    session: &str,
+    index: &TurnIndex,
+    max: Option<usize>,
+) -> TurnMessage {
     let line = message.line as u64;
     let (text, cut_chars) = shorten(&message.text(), max);
     TurnMessage {
@@ -367,6 +393,8 @@ fn transcript_message(message: &Message, index: &TurnIndex, max: Option<usize>) 
         text,
         timestamp: message.timestamp.clone(),
         cut_chars,
+        id: Some(crate::transcript::ingest::message_id(session, message)),
+        tools: message.tool_names(),
     }
 }
 

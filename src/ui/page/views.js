@@ -1,0 +1,518 @@
+// The four views: Search, Timeline, Record, Health. Each loads what it
+// shows through the API (lib.js), a page at a time.
+import { useEffect, useState } from "./vendor/hooks.mjs";
+import { api, go, href, html, post } from "./lib.js";
+
+// ---- small pieces -------------------------------------------------------
+
+const day = (time) => (time ? time.slice(0, 10) : "—");
+const when = (time) => (time ? time.replace("T", " ").replace(/(:\d\d)(\.\d+)?Z$/, "$1") : "—");
+const short = (id) => (id && id.length > 14 ? id.slice(0, 8) + "…" : id);
+const score = (n) => (n === null || n === undefined ? "—" : n.toFixed(3));
+
+function bytes(n) {
+  if (n === null || n === undefined) return "—";
+  const units = ["B", "KiB", "MiB", "GiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return `${n.toFixed(i ? 1 : 0)} ${units[i]}`;
+}
+
+function Problem({ error }) {
+  return error ? html`<p class="error" role="alert">${error}</p>` : null;
+}
+
+function Kind({ kind }) {
+  return html`<span class=${"badge kind-" + kind}>${kind}</span>`;
+}
+
+function RecordLink({ id, children }) {
+  return html`<a class="record-link" href=${href("record", { id })} title=${id}>${children || id}</a>`;
+}
+
+function SessionLink({ session, group, turn, children }) {
+  if (!session) return null;
+  return html`<a class="session-link" href=${href("timeline", { group, session, from: turn })} title=${session}
+    >${children || short(session)}</a
+  >`;
+}
+
+/// The snippet with its highlighted ranges (char offsets) marked.
+function Snippet({ text, highlights }) {
+  if (!highlights || !highlights.length) return html`<span>${text}</span>`;
+  const parts = [];
+  let at = 0;
+  for (const [start, end] of highlights) {
+    if (start < at) continue;
+    parts.push(text.slice(at, start));
+    parts.push(html`<mark>${text.slice(start, end)}</mark>`);
+    at = end;
+  }
+  parts.push(text.slice(at));
+  return html`<span>${parts}</span>`;
+}
+
+/// Asks, then deletes through the API; `done` gets the report.
+async function confirmDelete(what, body, done, setError) {
+  if (!confirm(`Delete ${what}? This cannot be undone (export first if unsure).`)) return;
+  try {
+    done(await post("delete", body));
+  } catch (e) {
+    setError(e.message);
+  }
+}
+
+// ---- Search -------------------------------------------------------------
+
+const FILTERS = ["namespace", "session", "kind", "since", "until", "file", "tier"];
+
+export function SearchView({ info, params }) {
+  const [form, setForm] = useState(params);
+  const [answer, setAnswer] = useState(null);
+  const [error, setError] = useState(null);
+  const [busy, setBusy] = useState(false);
+  const [groups, setGroups] = useState([]);
+  useEffect(() => {
+    api("groups").then((g) => setGroups(g.groups), () => {});
+  }, []);
+  useEffect(() => {
+    setForm(params);
+    setAnswer(null);
+    if (!params.q) return;
+    setBusy(true);
+    setError(null);
+    const started = performance.now();
+    api("search", { ...params, k: params.k || 20 })
+      .then((a) => setAnswer({ ...a, round_trip_ms: performance.now() - started }), (e) => setError(e.message))
+      .finally(() => setBusy(false));
+  }, [JSON.stringify(params)]);
+  const set = (name) => (event) =>
+    setForm({ ...form, [name]: event.target.type === "checkbox" ? (event.target.checked ? "1" : "") : event.target.value });
+  const submit = (event) => {
+    event.preventDefault();
+    performance.mark("kdb:search-submit");
+    go("search", form);
+  };
+  // The page marks its own timings (User Timing): scripts/ui-measure.mjs reads them.
+  useEffect(() => performance.mark("kdb:search-view"), []);
+  useEffect(() => {
+    if (!answer) return;
+    const submitted = performance.getEntriesByName("kdb:search-submit").pop();
+    if (submitted) performance.measure("kdb:search-drawn", "kdb:search-submit");
+  }, [answer]);
+  return html`
+    <form class="search" onSubmit=${submit}>
+      <div class="query-row">
+        <input name="q" type="search" placeholder="What to look for: words, identifiers, file names, error codes"
+          value=${form.q || ""} onInput=${set("q")} maxlength=${info.limits.query_chars} autofocus />
+        <button type="submit" disabled=${busy}>${busy ? "Searching…" : "Search"}</button>
+      </div>
+      <div class="filters">
+        <label>namespace
+          <select name="namespace" value=${form.namespace || ""} onChange=${set("namespace")}>
+            <option value="">all</option>
+            ${groups.map((g) => html`<option value=${g.name}>${g.name}</option>`)}
+          </select>
+        </label>
+        <label>session <input name="session" value=${form.session || ""} onInput=${set("session")} placeholder="id" /></label>
+        <label>kind
+          <select name="kind" value=${form.kind || ""} onChange=${set("kind")}>
+            <option value="">any</option>
+            ${info.kinds.map((k) => html`<option value=${k}>${k}</option>`)}
+          </select>
+        </label>
+        <label>since <input name="since" value=${form.since || ""} onInput=${set("since")} placeholder="2026-01-05 or 7d" size="11" /></label>
+        <label>until <input name="until" value=${form.until || ""} onInput=${set("until")} placeholder="date or age" size="11" /></label>
+        <label>file <input name="file" value=${form.file || ""} onInput=${set("file")} placeholder="oauth2.py" size="14" /></label>
+        <label>tier
+          <select name="tier" value=${form.tier || "l2"} onChange=${set("tier")}>
+            <option value="l2">l2 (store)</option><option value="l3">l3 (archive)</option><option value="all">all</option>
+          </select>
+        </label>
+        <label class="check"><input type="checkbox" name="all" checked=${!!form.all} onChange=${set("all")} /> weak results too</label>
+      </div>
+    </form>
+    <${Problem} error=${error} />
+    ${answer && html`<${SearchAnswer} answer=${answer} />`}
+  `;
+}
+
+function SearchAnswer({ answer }) {
+  const n = answer.results.length;
+  return html`
+    <section class="answer">
+      <p class="summary" data-testid="search-summary">
+        ${n ? `${n} result${n === 1 ? "" : "s"}` : "No results"} ·
+        searched in ${answer.took_ms.toFixed(1)} ms (round trip ${answer.round_trip_ms.toFixed(0)} ms) ·
+        vectors: ${answer.vector} · minimum score ${score(answer.min_score)}
+        ${answer.below_min_score ? ` · ${answer.below_min_score} weaker left out` : ""}
+      </p>
+      ${answer.explanation && html`<p class="abstain" data-testid="explanation">${answer.explanation}</p>`}
+      ${answer.unknown_words && answer.unknown_words.length > 0 &&
+        html`<p class="unknown" data-testid="unknown-words">No record holds: ${answer.unknown_words.map((w) => html`<code>${w}</code> `)}</p>`}
+      <ol class="hits">${answer.results.map((hit) => html`<${Hit} hit=${hit} />`)}</ol>
+    </section>
+  `;
+}
+
+function Hit({ hit }) {
+  const s = hit.scores;
+  return html`
+    <li class=${"hit" + (hit.weak ? " weak" : "")} data-testid="hit">
+      <div class="hit-head">
+        <span class="score" title="calibrated probability of relevance">${score(hit.score)}</span>
+        ${hit.weak && html`<span class="badge weak">weak</span>`}
+        <${Kind} kind=${hit.kind} />
+        <span class="badge tier">${hit.tier}</span>
+        <span class="title"><${RecordLink} id=${hit.id}>${hit.title || hit.id}<//></span>
+      </div>
+      <p class="snippet"><${Snippet} text=${hit.snippet} highlights=${hit.highlights} /></p>
+      <div class="hit-meta">
+        <span>${hit.namespace}</span>
+        ${hit.session_id && html`<span>session <${SessionLink} session=${hit.session_id} group=${hit.namespace} turn=${hit.start_turn} /></span>`}
+        ${hit.start_turn !== undefined && hit.start_turn !== null && html`<span>turn ${hit.start_turn}${hit.end_turn !== hit.start_turn ? "–" + hit.end_turn : ""}</span>`}
+        <span>${day(hit.timestamp)}</span>
+        ${hit.copies > 1 && html`<span>${hit.copies} near-identical copies</span>`}
+        <details class="why">
+          <summary>why</summary>
+          <table>
+            <tr><th>BM25 (words)</th><td>${score(s.bm25)}</td><td>${s.bm25_rank ? "rank " + s.bm25_rank : "not a word match"}</td></tr>
+            <tr><th>vector (meaning)</th><td>${score(s.vector)}</td><td>${s.vector_rank ? "rank " + s.vector_rank : "not a vector candidate"}</td></tr>
+            <tr><th>fused</th><td>${score(s.fused)}</td><td>final score ${score(hit.score)}</td></tr>
+          </table>
+          ${hit.files && hit.files.length > 0 && html`<p>files: ${hit.files.map((f) => html`<code>${f}</code> `)}</p>`}
+          <p class="citation">${hit.citation}</p>
+        </details>
+      </div>
+    </li>
+  `;
+}
+
+// ---- Timeline -----------------------------------------------------------
+
+const SESSION_PAGE = 25;
+const TURN_PAGE = 60;
+
+export function TimelineView({ info, params }) {
+  const [groups, setGroups] = useState(null);
+  const [error, setError] = useState(null);
+  useEffect(() => {
+    api("groups").then(setGroups, (e) => setError(e.message));
+  }, []);
+  const group = params.group || "";
+  return html`
+    <div class="timeline">
+      <aside class="groups">
+        <h2>${info.group_by === "namespace" ? "Namespaces" : "Projects"}</h2>
+        <${Problem} error=${error} />
+        ${groups && html`
+          <ul>
+            <li class=${group === "" ? "active" : ""}><a href=${href("timeline")}>all <small>${groups.sessions} sessions</small></a></li>
+            ${groups.groups.map(
+              (g) => html`<li class=${g.name === group ? "active" : ""}>
+                <a href=${href("timeline", { group: g.name })}>${g.name}</a>
+                <small>${g.sessions} sessions · ${g.records.toLocaleString()} records · ${day(g.last)}</small>
+              </li>`,
+            )}
+          </ul>`}
+        <${SessionList} group=${group} selected=${params.session} />
+      </aside>
+      <section class="session-pane">
+        ${params.session
+          ? html`<${Session} info=${info} session=${params.session} group=${group} from=${params.from} to=${params.to} />`
+          : html`<p class="hint">Pick a session on the left: its summaries and raw turns show here.</p>`}
+      </section>
+    </div>
+  `;
+}
+
+/// The sessions of a group, newest first, a page at a time ("more" loads the next).
+function SessionList({ group, selected }) {
+  const [pages, setPages] = useState({ sessions: [], total: null });
+  const [error, setError] = useState(null);
+  const load = (offset) =>
+    api("sessions", { group, offset, limit: SESSION_PAGE }).then(
+      (page) => setPages((old) => ({ sessions: offset ? old.sessions.concat(page.sessions) : page.sessions, total: page.total })),
+      (e) => setError(e.message),
+    );
+  useEffect(() => {
+    setPages({ sessions: [], total: null });
+    load(0);
+  }, [group]);
+  useEffect(() => {
+    if (pages.total !== null) performance.mark("kdb:sessions-drawn");
+  }, [pages]);
+  let lastDay = null;
+  return html`
+    <h2>Sessions ${pages.total !== null && html`<small>${pages.total}</small>`}</h2>
+    <${Problem} error=${error} />
+    <ul class="sessions" data-testid="sessions">
+      ${pages.sessions.map((s) => {
+        const d = day(s.last);
+        const heading = d !== lastDay ? html`<li class="day">${d}</li>` : null;
+        lastDay = d;
+        return html`${heading}<li class=${s.session_id === selected ? "active" : ""}>
+          <a href=${href("timeline", { group, session: s.session_id })} data-session=${s.session_id}>${short(s.session_id)}</a>
+          <small>${s.group} · ${s.records} records${s.by_kind.segment ? ` · ${s.by_kind.segment} segments` : ""}${s.by_kind.task ? ` · ${s.by_kind.task} tasks` : ""} · ${when(s.last).slice(11)}</small>
+        </li>`;
+      })}
+    </ul>
+    ${pages.total !== null && pages.sessions.length < pages.total &&
+      html`<button class="more" onClick=${() => load(pages.sessions.length)}>more sessions (${pages.total - pages.sessions.length} left)</button>`}
+  `;
+}
+
+function Session({ info, session, group, from, to }) {
+  const [detail, setDetail] = useState(null);
+  const [error, setError] = useState(null);
+  const [deleted, setDeleted] = useState(null);
+  useEffect(() => {
+    setDetail(null);
+    setDeleted(null);
+    api("session", { id: session }).then(setDetail, (e) => setError(e.message));
+  }, [session]);
+  if (deleted) return html`<p class="done" data-testid="deleted">Deleted ${deleted.deleted.length} records of session ${session}.</p>`;
+  return html`
+    <div class="session-head">
+      <h2>Session <code>${session}</code></h2>
+      ${info.allow_delete &&
+        html`<button class="danger" data-testid="delete-session"
+          onClick=${() => confirmDelete(`every live record of session ${session}`, { session }, setDeleted, setError)}>delete session</button>`}
+    </div>
+    <${Problem} error=${error} />
+    ${detail && html`<${Summaries} detail=${detail} session=${session} group=${group} />`}
+    <${Turns} key=${session + ":" + (from || 1) + ":" + (to || "")} session=${session} from=${from} to=${to} />
+  `;
+}
+
+function Summaries({ detail, session, group }) {
+  if (!detail.summaries.length)
+    return html`<p class="hint">No segment or task summaries stored for this session (the Claude Code hooks write them; \`ingest\` stores messages only).</p>`;
+  return html`
+    <h3>Summaries <small>${detail.summaries_total}${detail.summaries_cut ? " (first " + detail.summaries.length + " shown)" : ""}</small></h3>
+    <ol class="summaries" data-testid="summaries">
+      ${detail.summaries.map(
+        (s) => html`<li>
+          <div class="hit-head">
+            <${Kind} kind=${s.kind} />
+            <span class="title"><${RecordLink} id=${s.id}>${s.title || s.id}<//></span>
+            ${s.start_turn !== null &&
+              html`<a class="turns-link" data-testid="raw-turns" href=${href("timeline", { group, session, from: s.start_turn, to: s.end_turn })}
+                >turns ${s.start_turn}–${s.end_turn} →</a>`}
+            ${s.hook_summary && html`<span class="badge">rule-based</span>`}
+          </div>
+          ${s.content && html`<p class="content">${s.content.length > 600 ? s.content.slice(0, 600) + "…" : s.content}</p>`}
+          ${s.decisions.length > 0 && html`<p><b>decisions</b> ${s.decisions.join(" · ")}</p>`}
+          ${s.files.length > 0 && html`<p><b>files</b> ${s.files.map((f) => html`<code>${f}</code> `)}</p>`}
+          ${outcome(s.outcome) && html`<p><b>outcome</b> ${outcome(s.outcome)}</p>`}
+        </li>`,
+      )}
+    </ol>
+    ${detail.queue && html`<${QueueLine} queue=${detail.queue} />`}
+  `;
+}
+
+/// A task's key outcomes, or whether a segment's task was completed.
+function outcome(value) {
+  if (Array.isArray(value)) return value.join(" · ");
+  if (value === true) return "task completed";
+  if (value === false) return "task not completed";
+  return value ? String(value) : "";
+}
+
+function QueueLine({ queue }) {
+  return html`<p class="queue">Compression queue: ${queue.pending.length} pending, ${queue.compressed.length} compressed
+    (last check at turn ${queue.last_check_turn}).</p>`;
+}
+
+/// A session's raw messages by turn, a page at a time; tool calls folded.
+function Turns({ session, from, to }) {
+  const [page, setPage] = useState({ messages: [], next: null, meta: null });
+  const [error, setError] = useState(null);
+  const [busy, setBusy] = useState(false);
+  const load = (start) => {
+    setBusy(true);
+    api("turns", { session, from: start, to, limit: TURN_PAGE })
+      .then(
+        (t) =>
+          setPage((old) => ({
+            messages: start === (from || 1) ? t.messages : old.messages.concat(t.messages),
+            next: t.nextFrom ?? null,
+            meta: t,
+          })),
+        (e) => setError(e.message),
+      )
+      .finally(() => setBusy(false));
+  };
+  useEffect(() => load(from || 1), []);
+  const meta = page.meta;
+  let turn = null;
+  return html`
+    <h3 id="turns">Raw turns ${from ? html`<small>turns ${from}${to ? "–" + to : " on"}</small>` : ""}
+      ${(from || to) && html` <a href=${href("timeline", { session })} class="small all-turns">(show every turn)</a>`}</h3>
+    <${Problem} error=${error} />
+    ${meta && html`<p class="hint">${meta.clock === "assistant"
+      ? `Turns count the assistant's responses (the hooks' clock); ${meta.turns} so far. Read from the ${meta.source}${meta.transcript ? " (" + meta.transcript + ")" : ""}.`
+      : meta.note}</p>`}
+    <div class="turns" data-testid="turns">
+      ${page.messages.map((m) => {
+        const heading = m.turn !== turn ? html`<h4 class="turn">turn ${m.turn}</h4>` : null;
+        turn = m.turn;
+        return html`${heading}<${Message} m=${m} />`;
+      })}
+    </div>
+    ${page.next !== null && html`<button class="more" disabled=${busy} onClick=${() => load(page.next)}>more turns (from ${page.next})</button>`}
+  `;
+}
+
+function Message({ m }) {
+  const tool = /^\[tool_(use|result)/.test(m.text);
+  const head = html`<span class=${"role role-" + m.role}>${m.role}</span>
+    ${m.id && html`<${RecordLink} id=${m.id}>line ${m.line}<//>`} <small>${when(m.timestamp)}</small>`;
+  if (tool) {
+    const label = m.text.startsWith("[tool_use") ? "tool call" : m.text.startsWith("[tool_result error") ? "tool error" : "tool output";
+    return html`<details class="message tool">
+      <summary>${head} <span class="tool-name">${label}${m.tools && m.tools.length ? ": " + m.tools.join(", ") : ""}</span>
+        <span class="preview">${m.text.slice(0, 120)}</span></summary>
+      <pre>${m.text}</pre>
+    </details>`;
+  }
+  return html`<div class="message"><div class="message-head">${head}</div><pre>${m.text}</pre></div>`;
+}
+
+// ---- Record -------------------------------------------------------------
+
+/// The access log's reads of a record: how many, and the latest few.
+function readsLine(reads) {
+  if (!reads.length) return "none (every read is folded into the count)";
+  const latest = reads.slice(-5).map(when).join(", ");
+  return `${reads.length} in the access log${reads.length > 5 ? "; the latest: " : ": "}${latest}`;
+}
+
+export function RecordView({ info, params }) {
+  const [record, setRecord] = useState(null);
+  const [error, setError] = useState(null);
+  const [deleted, setDeleted] = useState(null);
+  useEffect(() => {
+    setRecord(null);
+    setError(null);
+    setDeleted(null);
+    api("record", { id: params.id }).then(setRecord, (e) => setError(e.message));
+  }, [params.id]);
+  if (!params.id) return html`<p class="hint">Open a record from a search hit or a session.</p>`;
+  if (deleted) return html`<p class="done" data-testid="deleted">Deleted record ${params.id}.</p>`;
+  if (error) return html`<${Problem} error=${error} />`;
+  if (!record) return html`<p class="loading">Loading…</p>`;
+  const origin = record.origin;
+  return html`
+    <div class="record" data-testid="record">
+      <div class="session-head">
+        <h2><${Kind} kind=${record.kind} /> <code>${record.id}</code></h2>
+        ${info.allow_delete && record.tier === "l2" &&
+          html`<button class="danger" data-testid="delete-record"
+            onClick=${() => confirmDelete(`record ${record.id}`, { ids: [record.id] }, setDeleted, setError)}>delete record</button>`}
+      </div>
+      <table class="facts">
+        <tr><th>citation</th><td>${record.citation}</td></tr>
+        <tr><th>namespace</th><td>${record.namespace}</td></tr>
+        <tr><th>tier</th><td>${record.tier}${record.archived ? ` (archived ${when(record.archived.archived_at)}${record.archived.dropped.length ? "; pruning dropped " + record.archived.dropped.join(", ") : ""})` : ""}</td></tr>
+        <tr><th>vector</th><td data-testid="vector-state">${record.vector}</td></tr>
+        <tr><th>access count</th><td data-testid="access-count">${record.access.count}${record.access.last_accessed ? ` · last read ${when(record.access.last_accessed)}` : " · never read"}</td></tr>
+        <tr><th>reads not yet folded</th><td>${readsLine(record.access.reads_not_folded)}</td></tr>
+        ${record.session_id && html`<tr><th>session</th><td><${SessionLink} session=${record.session_id} group=${record.namespace}>${record.session_id}<//>
+          ${record.start_turn !== null ? ` · turn ${record.start_turn}${record.end_turn !== record.start_turn ? "–" + record.end_turn : ""}` : ""}</td></tr>`}
+        <tr><th>came from</th><td data-testid="origin">${origin
+          ? origin.path
+            ? html`<code>${origin.path}</code> line ${origin.line} (${origin.format || "transcript"}, via ${origin.via || "?"})`
+            : html`<code>${JSON.stringify(origin)}</code>`
+          : "not recorded (added as a record, not read from a transcript)"}</td></tr>
+      </table>
+      <h3>JSON</h3>
+      <pre class="json">${JSON.stringify(record.record, null, 2)}</pre>
+    </div>
+  `;
+}
+
+// ---- Health -------------------------------------------------------------
+
+function Counts({ title, counts }) {
+  const rows = Object.entries(counts || {}).sort((a, b) => b[1] - a[1]);
+  return html`<div class="card"><h3>${title}</h3><table>
+    ${rows.map(([name, n]) => html`<tr><th>${name}</th><td>${n.toLocaleString()}</td></tr>`)}
+    ${rows.length === 0 && html`<tr><td>none</td></tr>`}
+  </table></div>`;
+}
+
+export function HealthView() {
+  const [health, setHealth] = useState(null);
+  const [error, setError] = useState(null);
+  useEffect(() => {
+    api("health").then(setHealth, (e) => setError(e.message));
+  }, []);
+  if (error) return html`<${Problem} error=${error} />`;
+  if (!health) return html`<p class="loading">Loading…</p>`;
+  const { stats, upkeep, verify } = health;
+  const v = stats.vectors;
+  return html`
+    <div class="health" data-testid="health">
+      <div class="cards">
+        <div class="card"><h3>Records</h3><p class="big">${stats.records.toLocaleString()}</p>
+          <p>${day(stats.oldest)} → ${day(stats.newest)}</p><p class="small">format ${stats.format_version} · ${stats.store}</p></div>
+        <div class="card"><h3>Tiers</h3><table>
+          <tr><th></th><th>records</th><th>on disk</th></tr>
+          ${stats.tiers.map((t) => html`<tr><th>${t.tier}</th><td>${t.records.toLocaleString()}</td><td>${bytes(t.bytes_on_disk)}</td></tr>`)}
+          <tr><th>text index</th><td></td><td>${bytes(stats.text_index_bytes)}</td></tr>
+          <tr><th>vectors</th><td></td><td>${bytes(stats.vector_files_bytes)}</td></tr>
+        </table></div>
+        <div class="card" data-testid="vectors"><h3>Vectors</h3><table>
+          <tr><th>with a vector</th><td>${v.with_vector.toLocaleString()}</td></tr>
+          <tr><th>drafts</th><td>${v.drafts.toLocaleString()}</td></tr>
+          <tr><th>waiting</th><td>${v.without_vector.toLocaleString()}</td></tr>
+          <tr><th>graphs</th><td>${stats.vector_graphs} of ${stats.segments} segments</td></tr>
+        </table></div>
+        <${Counts} title="By kind" counts=${stats.by_kind} />
+        <${Counts} title="By namespace" counts=${stats.by_namespace} />
+        <div class="card" data-testid="upkeep"><h3>Upkeep</h3><table>
+          <tr><th>worker</th><td>${upkeep.running ? `running (pid ${upkeep.pid}): ${upkeep.step || "starting"}` : "not running"}</td></tr>
+          <tr><th>vectors waiting</th><td>${upkeep.vectors_waiting.toLocaleString()}</td></tr>
+          <tr><th>embedded</th><td>${upkeep.embedded.toLocaleString()}</td></tr>
+          ${upkeep.last_run && html`<tr><th>last run</th><td>${when(upkeep.last_run.finished_at)}: ${upkeep.last_run.embedded} embedded,
+            ${upkeep.last_run.archived} archived, ${upkeep.last_run.pruned} pruned (${upkeep.last_run.seconds.toFixed(1)} s)</td></tr>`}
+          ${upkeep.last_error && html`<tr><th>last error</th><td class="error">${when(upkeep.last_error.at)}: ${upkeep.last_error.message}</td></tr>`}
+          ${upkeep.model_unavailable && html`<tr><th>model</th><td class="error">${upkeep.model_unavailable}</td></tr>`}
+          <tr><th>access log</th><td>${bytes(health.access_log_bytes)} not folded</td></tr>
+        </table></div>
+        <div class="card" data-testid="verify"><h3>Last verify</h3>
+          ${verify === null
+            ? html`<p>never run on this store (<code>knowledge-db verify</code>)</p>`
+            : verify.error
+              ? html`<p class="error">${verify.error}</p>`
+              : html`<p class=${verify.ok ? "ok" : "error"}>${verify.ok ? "all checks passed" : "problems found"} · ${when(verify.at)} · ${verify.records.toLocaleString()} records</p>
+                <table>${verify.checks.map((c) => html`<tr><th>${c.name}</th><td class=${c.ok ? "ok" : "error"}>${c.ok ? "ok" : c.detail}</td></tr>`)}</table>`}
+        </div>
+      </div>
+      <h3>Compression queues <small>${health.queue_files} session${health.queue_files === 1 ? "" : "s"}${health.queues_shown < health.queue_files ? `, ${health.queues_shown} most recent shown` : ""}</small></h3>
+      ${health.queues.length === 0
+        ? html`<p class="hint">No session has a compression queue (the Claude Code hooks keep them).</p>`
+        : html`<table class="queues" data-testid="queues">
+            <tr><th>session</th><th>pending</th><th>compressed</th><th>tokens before → after</th><th>last check</th></tr>
+            ${health.queues.map(
+              (q) => html`<tr>
+                <td><${SessionLink} session=${q.session_id}>${short(q.session_id)}<//></td>
+                <td title=${q.pending.map((p) => p.topic).join("\n")}>${q.pending.length}</td>
+                <td>${q.compressed}</td>
+                <td>${q.compressed ? `${q.original_tokens.toLocaleString()} → ${q.compressed_tokens.toLocaleString()}` : "—"}</td>
+                <td>turn ${q.last_check_turn}</td>
+              </tr>`,
+            )}
+          </table>`}
+      <h3>Hook log <small>last ${health.hook_log.length} lines of hooks.log</small></h3>
+      ${health.hook_log.length === 0
+        ? html`<p class="hint">hooks.log is empty: no hook reported a problem.</p>`
+        : html`<pre class="log" data-testid="hook-log">${health.hook_log.join("\n")}</pre>`}
+    </div>
+  `;
+}
