@@ -27,6 +27,8 @@
 //! - [`context`]: token counting, rolling eviction, tool-output truncation, priorities;
 //! - [`flows`]: what callers ask for end to end (evict), shared by the CLI,
 //!   MCP and the OpenClaw plugin;
+//! - [`sync`]: stores on many machines sharing what they choose through a
+//!   team's Postgres (push the shared scopes, pull the rest, tombstones);
 //! - [`upkeep`]: the background worker that computes missing vectors, folds
 //!   the access log, applies the retention policy and finishes interrupted
 //!   operations, started on demand by writers;
@@ -84,6 +86,7 @@ pub mod load;
 pub mod record;
 pub mod search;
 pub mod store;
+pub mod sync;
 pub mod tiers;
 pub mod transcript;
 pub mod upkeep;
