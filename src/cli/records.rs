@@ -147,9 +147,11 @@ pub(super) fn stats(root: &std::path::Path, json: bool) -> anyhow::Result<ExitCo
     let store = Store::open(root)?;
     let stats = knowledge_db::tiers::stats(&store)?;
     let status = knowledge_db::upkeep::status(&store);
+    let sync_status = knowledge_db::sync::status(&store)?;
     if json {
         let mut value = serde_json::to_value(&stats)?;
         value["upkeep"] = serde_json::to_value(&status)?;
+        value["sync"] = serde_json::to_value(&sync_status)?;
         output::print_json(&value)?;
     } else {
         output::print_stats(&stats);
@@ -157,6 +159,10 @@ pub(super) fn stats(root: &std::path::Path, json: bool) -> anyhow::Result<ExitCo
         println!(
             "upkeep          {}",
             described.replace('\n', "\n                ")
+        );
+        println!(
+            "sync            {}",
+            super::sync::describe(&sync_status).join("\n                ")
         );
     }
     Ok(ExitCode::SUCCESS)
