@@ -310,6 +310,9 @@ fn lock_sync(store: &Store) -> Result<std::fs::File> {
     }
 }
 
+/// Manifest entries to record, by id.
+type Notes = Vec<(String, Entry)>;
+
 /// One sync in progress.
 struct Run<'a> {
     store: &'a Store,
@@ -398,7 +401,7 @@ impl<'a> Run<'a> {
             progress("push", done, total);
         }
         for chunk in tombstones.chunks(self.settings.batch) {
-            self.push_rows(chunk.to_vec())?;
+            self.push_rows(chunk.iter().map(|row| (row.clone(), None)).collect())?;
             done += chunk.len() as u64;
             progress("push", done, total);
         }
@@ -407,10 +410,7 @@ impl<'a> Run<'a> {
 
     /// Ids whose version differs from the manifest's, and the new ids that a
     /// namespace alone shows to be unshared (noted without reading them).
-    fn candidates(
-        &self,
-        held: &HashMap<String, Held>,
-    ) -> (Vec<(String, bool)>, Vec<(String, Entry)>) {
+    fn candidates(&self, held: &HashMap<String, Held>) -> (Vec<(String, bool)>, Notes) {
         let mut candidates = Vec::new();
         let mut unshared = Vec::new();
         for (id, h) in held {
@@ -458,8 +458,9 @@ impl<'a> Run<'a> {
     }
 
     /// Decides for each changed record: push it, or note it (a pulled copy,
-    /// a pruned copy, an unshared record, a version the server has).
-    fn classify(&mut self, loaded: Vec<Loaded>) -> Result<Vec<Row>> {
+    /// a pruned copy, an unshared record, a version the server has). Rows
+    /// come with the store version hash of the record they push.
+    fn classify(&mut self, loaded: Vec<Loaded>) -> Result<Vec<(Row, Option<u64>)>> {
         let mut rows = Vec::new();
         let mut notes = Vec::new();
         for l in loaded {
@@ -505,7 +506,7 @@ impl<'a> Run<'a> {
                 notes.push((id, Entry::Local { local: l.hash }));
                 continue;
             }
-            rows.push(self.row_of(&l, version));
+            rows.push((self.row_of(&l, version), Some(l.hash)));
         }
         self.manifest.record(notes)?;
         Ok(rows)
@@ -556,17 +557,19 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Pushes rows; notes what the server took, and writes here the newer
-    /// versions that beat the others.
-    fn push_rows(&mut self, rows: Vec<Row>) -> Result<()> {
-        if rows.is_empty() {
+    /// Pushes rows (with the store version hash of each record pushed; none
+    /// for tombstones); notes what the server took, and writes here the
+    /// newer versions that beat the others.
+    fn push_rows(&mut self, batch: Vec<(Row, Option<u64>)>) -> Result<()> {
+        if batch.is_empty() {
             return Ok(());
         }
+        let (rows, hashes): (Vec<Row>, Vec<Option<u64>>) = batch.into_iter().unzip();
         self.report.push_bytes += rows.iter().map(row_bytes).sum::<u64>();
         let taken: HashSet<String> = self.remote.push(&rows)?.into_iter().collect();
         let mut notes = Vec::new();
         let mut lost = Vec::new();
-        for row in &rows {
+        for (row, hash) in rows.iter().zip(hashes) {
             if !taken.contains(&row.id) {
                 lost.push(row.id.clone());
                 continue;
@@ -582,11 +585,10 @@ impl<'a> Run<'a> {
                 ));
             } else {
                 self.report.pushed += 1;
-                let local = self.local_hash_of(row)?;
                 notes.push((
                     row.id.clone(),
                     Entry::Synced {
-                        local,
+                        local: hash.unwrap_or(0),
                         version: parse_version(&row.version)?,
                         origin: row.origin.clone(),
                         written_ms: row.written_ms,
@@ -613,19 +615,6 @@ impl<'a> Run<'a> {
             self.apply(changed, false)?;
         }
         Ok(())
-    }
-
-    /// The store version hash of a record just pushed (it was read from the
-    /// store; rows carry the content version, which may differ by the mark).
-    fn local_hash_of(&self, row: &Row) -> Result<u64> {
-        let searcher = self.store.reader()?.searcher();
-        let lookup = crate::store::IdLookup::new(&searcher, self.store.fields())?;
-        if let Some(hash) = lookup.hash_of(&row.id)? {
-            return Ok(hash);
-        }
-        // Archived: the L3 index keeps the same hash.
-        let archive = crate::archive::Archive::new(self.store.root());
-        Ok(archive.get(&row.id)?.map_or(0, |entry| entry.hash))
     }
 
     /// Pulls every row past the cursor, a batch at a time.

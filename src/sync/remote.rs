@@ -38,7 +38,7 @@ pub const SCHEMA_VERSION: i32 = 1;
 
 /// The advisory lock key of merges and schema set-up (any fixed number; it
 /// only has to be the same for every knowledge-db).
-const LOCK_KEY: i64 = 0x6b64_6273_796e_63; // "kdbsync"
+const LOCK_KEY: i64 = 0x006b_6462_7379_6e63; // "kdbsync"
 
 /// One version of one id, as pushed or pulled.
 #[derive(Debug, Clone, PartialEq)]
