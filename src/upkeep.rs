@@ -550,10 +550,11 @@ impl Worker<'_, '_> {
                 };
                 self.vectors(pass, report)?;
             }
-            // Sync before vectors: what it pulls without a vector is embedded
-            // in this same run. A failure is the sync state's (it backs off),
-            // never the run's: vectors and retention go on.
-            if due.sync {
+            // Sync after the vectors (records go out with theirs); what it
+            // pulls without a vector is embedded by the next round of this run. A failure is the sync state's (it backs off),
+            // never the run's: vectors and retention go on. Once per run:
+            // `every` is the least time between syncs, not a loop.
+            if due.sync && report.synced == 0 {
                 self.step("sync")?;
                 let options = crate::sync::SyncOptions {
                     lock_timeout: LOCK_WAIT,

@@ -577,3 +577,101 @@ fn planted_secrets_never_reach_postgres() {
         assert!(!dump.contains(secret.as_str()), "{secret} reached Postgres");
     }
 }
+
+/// `knowledge-db upkeep` in the foreground, as the background worker runs it.
+fn upkeep(store: &TestStore) -> std::process::Child {
+    upkeep_with(store, &[])
+}
+
+fn upkeep_with(store: &TestStore, env: &[(&str, &str)]) -> std::process::Child {
+    Command::new(assert_cmd::cargo::cargo_bin("knowledge-db"))
+        .envs(env.iter().copied())
+        .arg("--store")
+        .arg(store.path())
+        .args(["upkeep", "--json"])
+        .env("KNOWLEDGE_DB_UPKEEP", "on")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn upkeep")
+}
+
+#[test]
+fn an_upkeep_worker_killed_while_syncing_loses_nothing() {
+    let Some(pg) = pg() else { return };
+    let db = Db::new(&pg, "upkeepkill");
+    let a = machine("ana@laptop", "[\"team\"]");
+    a.set_config(&[
+        ("url", &format!("\"{}\"", db.url)),
+        ("every", "\"1s\""),
+        ("batch", "10"),
+    ]);
+    add_many(&a, "u", 300);
+    // No model: the worker has nothing but the sync to do, so the kills land in it.
+    let no_model = [("KNOWLEDGE_DB_MODEL_DIR", "/nonexistent/model")];
+    // Each worker is killed a moment after its push has moved the server's
+    // count (so inside the push, between or during batches).
+    let mut seen = Vec::new();
+    for extra in [0u64, 40, 0, 90, 10, 60] {
+        std::thread::sleep(Duration::from_millis(1100)); // `every` has passed
+        let before = db.live_ids().len();
+        let mut worker = upkeep_with(&a, &no_model);
+        let started = Instant::now();
+        while db.live_ids().len() == before
+            && worker.try_wait().unwrap().is_none()
+            && started.elapsed() < Duration::from_secs(30)
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(extra));
+        let _ = worker.kill();
+        let _ = worker.wait();
+        seen.push(db.live_ids().len());
+    }
+    assert!(
+        seen.iter().any(|n| *n > 0 && *n < 300),
+        "no kill landed inside a push: {seen:?}"
+    );
+    std::thread::sleep(Duration::from_millis(1100));
+    let out = upkeep_with(&a, &no_model).wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["synced"], 1, "{report}");
+    assert_eq!(db.live_ids().len(), 300, "every record pushed once");
+    let status = a.json(&["sync", "--status"]);
+    assert_eq!(status["pending_pushes"], 0, "{status}");
+    let b = machine("bo@desktop", "[]");
+    sync(&b, &db);
+    assert_eq!(contents(&b), shared(&a, "team"));
+}
+
+#[test]
+fn an_unreachable_server_does_not_stop_the_upkeep_and_it_backs_off() {
+    let Some(_pg) = pg() else { return };
+    let a = machine("ana@laptop", "[\"team\"]");
+    a.set_config(&[
+        ("url", "\"postgres://kdb@127.0.0.1:1/team\""),
+        ("every", "\"1s\""),
+    ]);
+    add(&a, &[("n1", "team", "waits for the server")]);
+    let out = upkeep(&a).wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the run goes on: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status = a.json(&["sync", "--status"]);
+    assert_eq!(status["failures"], 1, "{status}");
+    // Right after a failure the next try waits (2 × every), so a run now
+    // does not try again.
+    let out = upkeep(&a).wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(a.json(&["sync", "--status"])["failures"], 1);
+    std::thread::sleep(Duration::from_millis(2100));
+    upkeep(&a).wait_with_output().unwrap();
+    assert_eq!(a.json(&["sync", "--status"])["failures"], 2);
+}
