@@ -495,6 +495,17 @@ fn an_unreachable_server_fails_with_a_message_and_the_state_says_so() {
         .contains("cannot connect"));
     let stats = a.json(&["stats"]);
     assert_eq!(stats["sync"]["pending_pushes"], 1, "{stats}");
+    // sslmode=require never falls back to plain text (this test server
+    // has no TLS).
+    let plain_only = format!("{}?sslmode=require", _pg.admin);
+    let out = a
+        .cmd()
+        .args(["sync", "--url", &plain_only])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("TLS") || stderr.contains("tls"), "{stderr}");
     // A bad scope is a usage error.
     let out = a
         .cmd()

@@ -274,6 +274,22 @@ mod tests {
     }
 
     #[test]
+    fn a_ca_file_without_certificates_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ca.pem");
+        std::fs::write(&path, "not a certificate\n").unwrap();
+        let url = format!(
+            "postgres://u@h/db?sslmode=require&sslrootcert={}",
+            path.display()
+        );
+        let e = Target::parse(&url).unwrap().tls_config().unwrap_err();
+        assert!(e.to_string().contains("no PEM certificate"), "{e}");
+        let missing = "postgres://u@h/db?sslmode=require&sslrootcert=/nonexistent/ca.pem";
+        let e = Target::parse(missing).unwrap().tls_config().unwrap_err();
+        assert!(e.to_string().contains("/nonexistent/ca.pem"), "{e}");
+    }
+
+    #[test]
     fn a_bad_url_is_a_usage_error_without_the_password() {
         let e = Target::parse("postgres://u:pw@h:notaport/db").unwrap_err();
         assert!(matches!(e, Error::Usage(_)), "{e}");
