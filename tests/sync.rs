@@ -272,6 +272,13 @@ fn two_stores_converge_with_vectors_and_nothing_unshared_leaves() {
     let status = b.json(&["sync", "--status"]);
     assert_eq!(status["pending_pushes"], 0, "{status}");
     assert_eq!(status["pulled_here"], 1, "{status}");
+
+    // Ana's laptop, reinstalled (a new store, the same origin): a pull skips
+    // the payload of its own rows, so they are fetched by id and come back.
+    let again = machine("ana@laptop", "[]");
+    let restored = sync(&again, &db);
+    assert_eq!(restored["pulled"], 2, "{restored}");
+    assert_eq!(shared(&again, "team"), shared(&a, "team"));
 }
 
 #[test]

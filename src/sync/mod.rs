@@ -625,10 +625,15 @@ impl<'a> Run<'a> {
         let total = (highest - start).max(0) as u64;
         progress("pull", 0, total);
         loop {
-            let rows = self.remote.pull(state.cursor, self.settings.batch as i64)?;
+            let rows = self.remote.pull(
+                state.cursor,
+                self.settings.batch as i64,
+                &self.settings.origin,
+            )?;
             let Some(last) = rows.last().map(|r| r.seq) else {
                 break;
             };
+            let rows = self.complete_own(rows)?;
             self.report.pull_bytes += rows.iter().map(row_bytes).sum::<u64>();
             self.apply(rows, true)?;
             state.cursor = last;
@@ -636,6 +641,43 @@ impl<'a> Run<'a> {
             progress("pull", (last - start).max(0) as u64, total);
         }
         Ok(())
+    }
+
+    /// This store's own rows come from the pull without their payload: those
+    /// the manifest knows as they are are noted as unchanged and dropped; the
+    /// others (a store that lost its copy) are read whole.
+    fn complete_own(&mut self, rows: Vec<Row>) -> Result<Vec<Row>> {
+        let mut keep = Vec::with_capacity(rows.len());
+        let mut fetch = Vec::new();
+        for row in rows {
+            let own = row.origin == self.settings.origin && !row.deleted && row.record.is_none();
+            if !own {
+                keep.push(row);
+                continue;
+            }
+            let known = match self.manifest.get(&row.id) {
+                Some(Entry::Synced {
+                    version,
+                    origin,
+                    written_ms,
+                    ..
+                }) => {
+                    format!("{version:016x}") == row.version
+                        && *origin == row.origin
+                        && *written_ms == row.written_ms
+                }
+                _ => false,
+            };
+            if known {
+                self.report.pulled_unchanged += 1;
+            } else {
+                fetch.push(row.id);
+            }
+        }
+        if !fetch.is_empty() {
+            keep.extend(self.remote.rows(&fetch)?);
+        }
+        Ok(keep)
     }
 
     /// Writes pulled rows here: newer versions replace, tombstones delete,

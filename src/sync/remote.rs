@@ -218,13 +218,20 @@ impl Remote {
     }
 
     /// Up to `limit` rows with `seq` above `after`, in `seq` order.
-    pub fn pull(&mut self, after: i64, limit: i64) -> Result<Vec<Row>> {
+    /// Rows written by `origin` come without their record and vector (the
+    /// puller wrote them: it asks for them by id only if it lacks them).
+    pub fn pull(&mut self, after: i64, limit: i64, origin: &str) -> Result<Vec<Row>> {
         let p = &self.prefix;
         let rows = self
             .client
             .query(
-                &format!("{} WHERE seq > $1 ORDER BY seq LIMIT $2", select_rows(p)),
-                &[&after, &limit],
+                &format!(
+                    "SELECT id, seq, origin, written_ms, deleted, kind, namespace, project, \
+                     version, CASE WHEN origin = $3 THEN NULL ELSE record::text END, model, \
+                     recipe, text_hash, CASE WHEN origin = $3 THEN NULL ELSE embedding END \
+                     FROM {p}kdb_records WHERE seq > $1 ORDER BY seq LIMIT $2"
+                ),
+                &[&after, &limit, &origin],
             )
             .map_err(failed("reading records"))?;
         rows.iter().map(row_of).collect()
