@@ -56,10 +56,11 @@ start=$(date +%s.%N)
 ingest_one=$(echo "$(date +%s.%N) - $start" | bc)
 "$bin" --store a sync --url "$url" --share team --json >push-one.json
 "$bin" --store b sync --url "$url" --json >pull-one.json
-# The same records added locally: A's export into a fresh store.
+# The same records added locally: A's export into a fresh store, with the
+# same vectors (--embed later: no model pass for the ones A lacked either).
 "$bin" --store local init >/dev/null
 "$bin" --store a export --tier l2 >a.export.jsonl
-"$bin" --store local add a.export.jsonl --json >local-add.json
+"$bin" --store local add --embed later a.export.jsonl --json >local-add.json
 queries=$repo/dev-sets/agent-questions/queries.jsonl
 latency() {
   "$bin" --store "$1" search --queries "$queries" --namespace team --json >/dev/null
