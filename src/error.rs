@@ -253,6 +253,11 @@ pub enum Error {
     /// The embedding model is needed but cannot be loaded or run.
     #[error("the embedding model cannot be used: {0}")]
     Model(String),
+
+    /// Sync with a team's Postgres failed (see `crate::sync`): the server
+    /// could not be reached, refused, or holds what this build cannot read.
+    #[error("sync: {0}")]
+    Sync(String),
 }
 
 impl Error {

@@ -187,6 +187,12 @@ pub fn export(
     Ok(report)
 }
 
+/// The export line of a live record without its vector: what `sync` stores
+/// in Postgres (the vector goes beside it, in a pgvector column).
+pub fn line(record: &Record) -> Value {
+    envelope(record, None, None)
+}
+
 /// The export line of a record (with its archive entry when archived).
 fn envelope(record: &Record, vector: Option<(u64, &[f32])>, archived: Option<&Entry>) -> Value {
     let mut line = Map::new();

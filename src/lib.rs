@@ -32,6 +32,8 @@
 //! - [`context`]: token counting, rolling eviction, tool-output truncation, priorities;
 //! - [`flows`]: what callers ask for end to end (evict), shared by the CLI,
 //!   MCP and the OpenClaw plugin;
+//! - [`sync`]: stores on many machines sharing what they choose through a
+//!   team's Postgres (push the shared scopes, pull the rest, tombstones);
 //! - [`upkeep`]: the background worker that computes missing vectors, folds
 //!   the access log, applies the retention policy and finishes interrupted
 //!   operations, started on demand by writers;
@@ -93,6 +95,7 @@ pub mod record;
 pub mod search;
 pub mod shell;
 pub mod store;
+pub mod sync;
 pub mod tiers;
 pub mod transcript;
 pub mod ui;

@@ -157,6 +157,9 @@ pub struct Due {
     /// Vectors were made under older embedding-text rules
     /// (`crate::embed::text::RECIPE`): the texts that changed are embedded again.
     pub outdated_vectors: bool,
+    /// A sync with the team's Postgres is due (`[sync] every`; see `crate::sync`).
+    #[serde(default)]
+    pub sync: bool,
 }
 
 impl Due {
@@ -167,6 +170,7 @@ impl Due {
             || self.maintenance
             || self.vector_files
             || self.outdated_vectors
+            || self.sync
     }
 }
 
@@ -195,6 +199,7 @@ pub fn due(store: &Store, vectors_waiting: Option<u64>) -> Result<Due> {
             crate::embed::DIM,
         )? > 0,
         outdated_vectors: store.vectors_outdated()? && model_installed().is_ok(),
+        sync: crate::sync::due(store),
     })
 }
 
@@ -396,6 +401,10 @@ pub struct Report {
     /// of texts older embedding-text rules chose (`crate::embed::text::RECIPE`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reembedded: u64,
+    /// Syncs with the team's Postgres this run made (a failed one counts:
+    /// its error is in the sync state, and the next waits longer).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub synced: u64,
     /// Set when `run` found another worker running and did nothing.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub another_worker: bool,
@@ -541,6 +550,22 @@ impl Worker<'_, '_> {
                 };
                 self.vectors(pass, report)?;
             }
+            // Sync after the vectors (records go out with theirs); what it
+            // pulls without a vector is embedded by the next round of this run. A failure is the sync state's (it backs off),
+            // never the run's: vectors and retention go on. Once per run:
+            // `every` is the least time between syncs, not a loop.
+            if due.sync && report.synced == 0 {
+                self.step("sync")?;
+                let options = crate::sync::SyncOptions {
+                    lock_timeout: LOCK_WAIT,
+                    ..Default::default()
+                };
+                let progress = &mut self.options.progress;
+                let _ = crate::sync::sync(self.store, &options, &mut |step, done, total| {
+                    progress(step, done, total)
+                });
+                report.synced += 1;
+            }
             // Records without any vector first: an outdated vector still works.
             if due.outdated_vectors {
                 self.vectors(Pass::Outdated, report)?;
@@ -549,7 +574,8 @@ impl Worker<'_, '_> {
                 || report.access_folded > before.access_folded
                 || report.archived + report.pruned > before.archived + before.pruned
                 || report.embedded > before.embedded
-                || report.reembedded > before.reembedded;
+                || report.reembedded > before.reembedded
+                || report.synced > before.synced;
             if !did {
                 return Ok(());
             }
@@ -697,7 +723,8 @@ pub fn after_read(store: &Store, vectors_waiting: Option<u64>) {
     }
     let signs = vectors_waiting.is_some_and(|n| n > 0)
         || access::pending_bytes(store.root()) >= access::FOLD_SOON_BYTES
-        || crate::archive::Archive::new(store.root()).has_journal();
+        || crate::archive::Archive::new(store.root()).has_journal()
+        || crate::sync::due(store);
     if signs {
         nudge(store, vectors_waiting);
     }

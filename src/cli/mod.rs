@@ -22,6 +22,7 @@ mod roll;
 mod search;
 mod show;
 mod ui;
+mod sync;
 mod upkeep;
 mod verify;
 
@@ -121,6 +122,11 @@ enum Command {
     /// Show record counts by kind, tier and namespace, and sizes on disk.
     #[command(after_help = "Example:\n  knowledge-db stats --json")]
     Stats(JsonFlag),
+
+    /// Share memory through a team's Postgres: push the shared scopes'
+    /// changes, pull what others shared (or show the sync state).
+    #[command(after_help = sync::AFTER_HELP)]
+    Sync(sync::SyncArgs),
 
     /// Do the store's upkeep now (vectors for records without one, the access
     /// log, the retention policy, interrupted operations), or show its state.
@@ -323,6 +329,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Show(args) => show::run(&root, args),
         Command::Export(args) => export::run(&root, args),
         Command::Stats(args) => stats(&root, args.json),
+        Command::Sync(args) => sync::run(&root, args),
         Command::Upkeep(args) => upkeep::run(&root, args),
         Command::Embed(args) => embed(&root, args),
         Command::Eval(args) => eval(args),

@@ -156,9 +156,15 @@ pub(super) fn stats(root: &std::path::Path, json: bool) -> anyhow::Result<ExitCo
     let store = Store::open(root)?;
     let stats = knowledge_db::tiers::stats(&store)?;
     let status = knowledge_db::upkeep::status(&store);
+    // A bad [sync] section must not hide the rest of the stats.
+    let sync_status = knowledge_db::sync::status(&store).map_err(|e| e.to_string());
     if json {
         let mut value = serde_json::to_value(&stats)?;
         value["upkeep"] = serde_json::to_value(&status)?;
+        value["sync"] = match &sync_status {
+            Ok(status) => serde_json::to_value(status)?,
+            Err(e) => serde_json::json!({ "error": e }),
+        };
         output::print_json(&value)?;
     } else {
         output::print_stats(&stats);
@@ -167,6 +173,11 @@ pub(super) fn stats(root: &std::path::Path, json: bool) -> anyhow::Result<ExitCo
             "upkeep          {}",
             described.replace('\n', "\n                ")
         );
+        let lines = match &sync_status {
+            Ok(status) => super::sync::describe(status),
+            Err(e) => vec![format!("cannot be read: {e}")],
+        };
+        println!("sync            {}", lines.join("\n                "));
     }
     Ok(ExitCode::SUCCESS)
 }

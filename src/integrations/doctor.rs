@@ -107,6 +107,7 @@ pub fn doctor(targets: &Targets, fallback_store: &Path) -> DoctorReport {
     check_model(&mut checks);
     if let Ok(opened) = Store::open(&store) {
         check_upkeep(&opened, &mut checks);
+        check_sync(&opened, &mut checks);
     }
     check_hooks_log(&store, &mut checks);
     DoctorReport {
@@ -592,6 +593,42 @@ fn check_upkeep(store: &Store, checks: &mut Checks) {
                 format!("idle; {waiting} records wait for a vector")
             },
         ),
+    }
+}
+
+/// The sync state (see `crate::sync`), when a server is named.
+fn check_sync(store: &Store, checks: &mut Checks) {
+    let status = match crate::sync::status(store) {
+        Ok(status) => status,
+        Err(e) => {
+            return checks.warn(
+                "sync",
+                format!("the sync settings cannot be read: {e}"),
+                "fix [sync] in the store's config.toml",
+            )
+        }
+    };
+    if !status.configured && status.last_sync.is_none() {
+        return checks.ok("sync", "off (no server named)".into());
+    }
+    let remote = status
+        .remote_records
+        .map_or(String::new(), |n| format!(", the server held {n} records"));
+    let summary = format!(
+        "last sync {}{remote}; {} changes to push",
+        status.last_sync.as_deref().unwrap_or("never"),
+        status.pending_pushes
+    );
+    match &status.last_error {
+        Some(error) => checks.warn(
+            "sync",
+            format!(
+                "{summary}; the last sync failed at {}: {}",
+                error.at, error.message
+            ),
+            "run `knowledge-db --store <store> sync` to see it fail in the foreground",
+        ),
+        None => checks.ok("sync", summary),
     }
 }
 

@@ -37,6 +37,48 @@ pub struct Config {
     /// The background upkeep's settings.
     #[serde(default)]
     pub upkeep: Upkeep,
+    /// Sync with a team's Postgres (`crate::sync`); off until a URL is set.
+    #[serde(default)]
+    pub sync: SyncSettings,
+}
+
+/// `[sync]`: this store's link to a team's Postgres (see `crate::sync`; the
+/// type lives here, beside the other sections, because `sync` reads the store
+/// and the store may not name it back).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SyncSettings {
+    /// The server (`postgres://user@host/db?sslmode=require`); empty: none.
+    /// `--url` and `KNOWLEDGE_DB_SYNC_URL` win over it (the environment keeps
+    /// a password out of this file).
+    pub url: String,
+    /// What this store pushes: namespaces (`team` or `namespace:team`),
+    /// projects (`project:/path/to/repo`), or `*` for everything. Empty: push
+    /// nothing (pull only).
+    pub share: Vec<String>,
+    /// Sync in the background this often (`5m`, `1h`); empty: only when
+    /// `knowledge-db sync` runs.
+    pub every: String,
+    /// The name pulled records carry as their origin elsewhere; empty: this
+    /// user's name and this machine's (`user@host`).
+    pub origin: String,
+    /// The Postgres schema of the tables; empty: the connection's search_path.
+    pub schema: String,
+    /// Records per push or pull batch (one commit each).
+    pub batch: usize,
+}
+
+impl Default for SyncSettings {
+    fn default() -> Self {
+        SyncSettings {
+            url: String::new(),
+            share: Vec::new(),
+            every: String::new(),
+            origin: String::new(),
+            schema: String::new(),
+            batch: 1000,
+        }
+    }
 }
 
 /// The background upkeep (see `crate::upkeep`): vectors for records written
@@ -283,6 +325,7 @@ impl Config {
             embedding: Embedding::default(),
             retention: Retention::default(),
             upkeep: Upkeep::default(),
+            sync: SyncSettings::default(),
         }
     }
 

