@@ -162,6 +162,8 @@ pub fn filters(params: &Params) -> Result<Filters> {
     let all = matches!(text(params, "all"), Some("1" | "true"));
     Ok(Filters {
         namespace: text(params, "namespace").map(str::to_string),
+        project: text(params, "project").map(str::to_string),
+        origin: text(params, "origin").map(str::to_string),
         session: text(params, "session").map(str::to_string),
         kind,
         since: time("since")?,
@@ -169,6 +171,7 @@ pub fn filters(params: &Params) -> Result<Filters> {
         file: text(params, "file").map(str::to_string),
         tier,
         min_score: if all { Some(0.0) } else { min_score },
+        ..Filters::default()
     })
 }
 
@@ -303,6 +306,7 @@ pub fn turns(viewer: &Viewer, params: &Params) -> Result<Reply> {
         to,
         limit: Some(limit),
         max_chars: Some(DEFAULT_MESSAGE_CHARS),
+        namespace: None,
     };
     match read_turns(viewer.service.store().root(), &query) {
         Ok(turns) => {
