@@ -91,6 +91,7 @@ fn throughput(c: &mut Criterion) {
             "2026-01-01T00:00:00Z",
             Via::Ingest,
             None,
+            Redactor::builtin(),
         )
         .expect("records")
     };

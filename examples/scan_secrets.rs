@@ -60,7 +60,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut redacting = std::time::Duration::ZERO;
     for file in find_files(&dirs)? {
         let transcript = read_file(&file, None, ReadFrom::default())?;
-        let stored = transcript_records(&transcript, "default", "", Via::Ingest, None)?;
+        let stored = transcript_records(
+            &transcript,
+            "default",
+            "",
+            Via::Ingest,
+            None,
+            Redactor::builtin(),
+        )?;
         files += 1;
         for mut record in stored {
             records += 1;

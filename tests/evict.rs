@@ -197,7 +197,7 @@ proptest! {
             std::path::Path::new("prop.jsonl"), b"", Some(knowledge_db::transcript::Format::Generic), ReadFrom::default()).unwrap();
         t.session_id = "prop".into();
         t.messages = e.evicted.clone();
-        let records = transcript_records(&t, "default", "2026-01-01T00:00:00Z", Via::Evict, None).unwrap();
+        let records = transcript_records(&t, "default", "2026-01-01T00:00:00Z", Via::Evict, None, knowledge_db::privacy::Redactor::builtin()).unwrap();
         store.add(records, None, Duration::from_secs(5)).unwrap();
         for m in &e.evicted {
             let id = message_id("prop", m);

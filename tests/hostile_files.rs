@@ -109,7 +109,8 @@ fn a_transcript_replaced_or_grown_after_an_ingest_is_read_within_limits() {
     let ran = ingest(&store, &file);
     assert_refused(&ran, "ingest of the grown part", &file);
     assert!(
-        ran.stderr().contains("the part added since the last read is 2.0 GiB"),
+        ran.stderr()
+            .contains("the part added since the last read is 2.0 GiB"),
         "{}",
         ran.stderr()
     );
@@ -118,7 +119,11 @@ fn a_transcript_replaced_or_grown_after_an_ingest_is_read_within_limits() {
     fifo(&file);
     let ran = ingest(&store, &file);
     assert_refused(&ran, "ingest of a FIFO with a saved position", &file);
-    assert!(ran.stderr().contains("a FIFO (named pipe)"), "{}", ran.stderr());
+    assert!(
+        ran.stderr().contains("a FIFO (named pipe)"),
+        "{}",
+        ran.stderr()
+    );
 }
 
 #[test]

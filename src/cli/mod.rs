@@ -21,8 +21,8 @@ mod records;
 mod roll;
 mod search;
 mod show;
-mod ui;
 mod sync;
+mod ui;
 mod upkeep;
 mod verify;
 
@@ -108,6 +108,12 @@ enum Command {
     /// words, removed from both tiers and from disk, and kept out by tombstones.
     #[command(after_help = privacy::FORGET_HELP)]
     Forget(privacy::ForgetArgs),
+
+    /// Rewrite what the store already holds through secret redaction (both
+    /// tiers and the hooks' files), and say how many values of which kinds
+    /// it replaced.
+    #[command(after_help = privacy::SCRUB_HELP)]
+    Scrub(privacy::ScrubArgs),
 
     /// Print the raw messages of a session's turns A-B (from the store, else
     /// the transcript): what an agent reads to compress a queued segment.
@@ -326,6 +332,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Get(args) => get(&root, args),
         Command::Delete(args) => delete(&root, args),
         Command::Forget(args) => privacy::forget(&root, args),
+        Command::Scrub(args) => privacy::scrub(&root, args),
         Command::Show(args) => show::run(&root, args),
         Command::Export(args) => export::run(&root, args),
         Command::Stats(args) => stats(&root, args.json),

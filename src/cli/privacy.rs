@@ -200,3 +200,85 @@ fn plural(n: usize) -> &'static str {
         "s"
     }
 }
+
+pub const SCRUB_HELP: &str = "\
+Every write redacts secrets and drops <private> spans before anything reaches disk; a store
+written before that (or before you added a [privacy] pattern) still holds what it was given.
+`scrub` sends everything the store keeps through the same redaction and rewrites what
+changed: live records (re-embedded by the upkeep, since their old vectors came from the
+secret text; the text-index segments holding the old versions are rewritten so their words
+leave the disk), archived records (archive files rewritten, the L3 index rebuilt for them),
+and the files beside them that quote transcripts (the hooks' session state, queues and
+blocks, the ingest read positions, hooks.log). It says how many values of which kinds it
+replaced. Running it again finds nothing; a scrub that was killed is finished by running it
+again.
+
+Examples:
+  knowledge-db scrub --dry-run        # what would be replaced, by kind; nothing written
+  knowledge-db scrub
+  knowledge-db scrub --json";
+
+#[derive(Debug, Args)]
+pub struct ScrubArgs {
+    /// Count what would be replaced; write nothing
+    #[arg(long)]
+    dry_run: bool,
+
+    /// Seconds to wait for another writer [default: from config.toml, 30]
+    #[arg(long, value_name = "SECS")]
+    lock_timeout: Option<f64>,
+
+    /// Print JSON instead of text
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn scrub(root: &Path, args: ScrubArgs) -> anyhow::Result<ExitCode> {
+    let store = Store::open(root)?;
+    let timeout = store.lock_timeout(args.lock_timeout);
+    let report = knowledge_db::tiers::scrub::scrub(&store, args.dry_run, timeout)?;
+    if !args.dry_run && report.vectors_dropped > 0 {
+        knowledge_db::upkeep::after_write(&store, Some(report.vectors_dropped as u64));
+    }
+    if args.json {
+        output::print_json(&report)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let values: u64 = report.found.kinds.values().sum();
+    let verb = if report.dry_run {
+        "would replace"
+    } else {
+        "replaced"
+    };
+    if report.found.is_empty() {
+        println!("no secret or private span found: nothing to scrub");
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{verb} {values} secret value{} and dropped {} private span{} in {} live record{}, {} archived record{} and {} other file{}",
+        plural(values as usize),
+        report.found.private_spans,
+        plural(report.found.private_spans as usize),
+        report.l2_records,
+        plural(report.l2_records),
+        report.l3_records,
+        plural(report.l3_records),
+        report.side_files,
+        plural(report.side_files),
+    );
+    for (kind, count) in &report.found.kinds {
+        println!("  {count:>6}  {kind}");
+    }
+    if !report.dry_run {
+        println!(
+            "{} text-index segment{} and {} archive file{} rewritten; {} vector{} to embed again (the upkeep does it)",
+            report.segments_rewritten,
+            plural(report.segments_rewritten),
+            report.archive_files_rewritten,
+            plural(report.archive_files_rewritten),
+            report.vectors_dropped,
+            plural(report.vectors_dropped),
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -142,7 +142,11 @@ pub(super) fn delete(root: &std::path::Path, args: DeleteArgs) -> anyhow::Result
         eprintln!(
             "note: searches no longer find {}, but the text stays in the index's segment files \
              until they are merged; `knowledge-db forget` purges it from disk",
-            if report.deleted.len() == 1 { "it" } else { "them" }
+            if report.deleted.len() == 1 {
+                "it"
+            } else {
+                "them"
+            }
         );
     }
     if !report.missing.is_empty() {

@@ -177,6 +177,7 @@ pub fn store_full(
         &crate::now_rfc3339(),
         via,
         None,
+        store.redactor(),
     )?;
     let records = not_stored_yet(&store, records)?;
     let report = store.add(records, None, store.lock_timeout(destination.lock_timeout))?;

@@ -40,6 +40,10 @@ pub struct Config {
     /// Sync with a team's Postgres (`crate::sync`); off until a URL is set.
     #[serde(default)]
     pub sync: SyncSettings,
+    /// Redaction: the user's extra secret patterns and allow-list
+    /// (`crate::privacy`); secrets are redacted by default.
+    #[serde(default)]
+    pub privacy: crate::privacy::PrivacySettings,
 }
 
 /// `[sync]`: this store's link to a team's Postgres (see `crate::sync`; the
@@ -326,6 +330,7 @@ impl Config {
             retention: Retention::default(),
             upkeep: Upkeep::default(),
             sync: SyncSettings::default(),
+            privacy: Default::default(),
         }
     }
 
@@ -380,6 +385,32 @@ pub fn read_section<T: serde::de::DeserializeOwned + Default>(
 /// `crate::files`).
 pub fn write_durably(path: &Path, bytes: &[u8]) -> Result<()> {
     crate::files::replace(path, bytes, crate::files::Durability::Durable)
+}
+
+/// The redactor of the store at `store_root` (its `[privacy]` settings), for
+/// writers that do not open the store (the hooks' state, queue and log).
+/// The last one built is kept: a hook process, or the MCP server, asks for
+/// the same store again and again.
+pub fn redactor_for(store_root: &Path) -> Result<std::sync::Arc<crate::privacy::Redactor>> {
+    use crate::privacy::{PrivacySettings, Redactor};
+    use std::sync::{Arc, Mutex};
+    static LAST: Mutex<Option<(PrivacySettings, Arc<Redactor>)>> = Mutex::new(None);
+    let settings: PrivacySettings = read_section(store_root, "privacy")?;
+    let mut last = LAST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((cached, redactor)) = last.as_ref() {
+        if *cached == settings {
+            return Ok(Arc::clone(redactor));
+        }
+    }
+    let redactor = Arc::new(Redactor::new(&settings).map_err(|e| match e {
+        Error::Config { message, .. } => Error::Config {
+            path: store_root.join("config.toml"),
+            message,
+        },
+        other => other,
+    })?);
+    *last = Some((settings, Arc::clone(&redactor)));
+    Ok(redactor)
 }
 
 #[cfg(test)]

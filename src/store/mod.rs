@@ -47,6 +47,7 @@ use crate::embed::text::{embedding_text, text_hash};
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::index::{record_hash, register_tokenizers, IndexFields, VectorField};
+use crate::privacy::{Findings, Redactor};
 use crate::record::{Kind, Record};
 
 /// Memory tantivy may use to buffer new documents before flushing a segment
@@ -68,6 +69,32 @@ pub struct Store {
     guard: &'static dyn TierGuard,
     /// The namespace this store's writes are confined to (see [`scope`]).
     scope: Option<String>,
+    /// What every record goes through before it is written (see
+    /// [`crate::privacy`]): the built-in rules unless `[privacy]` adds some.
+    redactor: StoreRedactor,
+}
+
+/// The store's redactor: the process-wide built-in one for the default
+/// settings (its regexes compile once per process), else the store's own.
+enum StoreRedactor {
+    Builtin,
+    Own(std::sync::Arc<Redactor>),
+}
+
+impl StoreRedactor {
+    fn of(config: &Config, root: &Path) -> Result<StoreRedactor> {
+        if config.privacy == crate::privacy::PrivacySettings::default() {
+            return Ok(StoreRedactor::Builtin);
+        }
+        let redactor = Redactor::new(&config.privacy).map_err(|e| match e {
+            Error::Config { message, .. } => Error::Config {
+                path: root.join("config.toml"),
+                message,
+            },
+            other => other,
+        })?;
+        Ok(StoreRedactor::Own(std::sync::Arc::new(redactor)))
+    }
 }
 
 /// `record` with the access history (`access_count`, `last_accessed`) of the
@@ -107,6 +134,10 @@ pub struct AddReport {
     /// left a tombstone for their id or session).
     #[serde(skip_serializing_if = "is_zero")]
     pub forgotten: usize,
+    /// Secrets replaced by placeholders and `<private>` spans dropped before
+    /// anything was written, by kind.
+    #[serde(skip_serializing_if = "Findings::is_empty")]
+    pub redacted: Findings,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -125,6 +156,7 @@ impl AddReport {
         self.duplicate_ids
             .extend(other.duplicate_ids.iter().cloned());
         self.forgotten += other.forgotten;
+        self.redacted.absorb(&other.redacted);
     }
 }
 
@@ -234,6 +266,7 @@ impl Store {
         crate::index::search_in_parallel(&mut index)?;
         register_tokenizers(&index);
         let fields = IndexFields::from_schema(&index.schema())?;
+        let redactor = StoreRedactor::of(&config, root)?;
         Ok(Store {
             root: root.to_path_buf(),
             config,
@@ -241,6 +274,7 @@ impl Store {
             fields,
             guard,
             scope: None,
+            redactor,
         })
     }
 
@@ -252,6 +286,16 @@ impl Store {
     /// The store's config, as read when it was opened.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The redactor every write of this store runs (`[privacy]` of its
+    /// config): callers that write text elsewhere (hook state, logs, a
+    /// remote) redact with it too.
+    pub fn redactor(&self) -> &Redactor {
+        match &self.redactor {
+            StoreRedactor::Builtin => Redactor::builtin(),
+            StoreRedactor::Own(own) => own,
+        }
     }
 
     /// The text index's fields.
@@ -344,9 +388,15 @@ impl Store {
         };
         limits::check_record_sizes(&records, self.config.limits.max_record_bytes)?;
         scope::check_records(&records, self.scope())?;
+        let mut redacted = Findings::default();
+        let mut records = records;
+        for record in &mut records {
+            redacted.absorb(&crate::privacy::redact_record(self.redactor(), record));
+        }
         let (mut records, duplicate_ids) = last_version_per_id(records);
         let mut report = AddReport {
             duplicate_ids,
+            redacted,
             ..AddReport::default()
         };
         let stones = tombstones::Tombstones::load(&self.root)?;

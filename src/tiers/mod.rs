@@ -24,6 +24,7 @@ mod checks;
 pub mod forget;
 pub mod ops;
 pub mod policy;
+pub mod scrub;
 pub mod upgrade;
 pub mod verify;
 

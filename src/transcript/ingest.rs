@@ -21,6 +21,7 @@ use super::{
 };
 use crate::embed::Embedder;
 use crate::error::{Error, Origin, Result};
+use crate::privacy::Redactor;
 use crate::record::{context, parse_record, ParseOptions, Record};
 use crate::store::{AddReport, Store};
 
@@ -139,7 +140,9 @@ pub fn message_record(
     record
 }
 
-/// Validated records for every message of `transcript`, written by `via`.
+/// Validated records for every message of `transcript`, written by `via`,
+/// redacted by `redactor` (see [`crate::privacy`]) before replies are linked
+/// to their prompts, so no context copies a secret or is cut inside one.
 /// `earlier` is the latest prompt before the part read (see [`LastPrompt`]).
 pub fn transcript_records(
     transcript: &Transcript,
@@ -147,6 +150,7 @@ pub fn transcript_records(
     added_at: &str,
     via: Via,
     earlier: Option<&LastPrompt>,
+    redactor: &Redactor,
 ) -> Result<Vec<Record>> {
     let options = ParseOptions {
         added_at: added_at.to_string(),
@@ -159,14 +163,23 @@ pub fn transcript_records(
     for message in &transcript.messages {
         let value = message_record(transcript, message, namespace, via);
         match parse_record(value, &Origin::line(path.clone(), message.line), &options) {
-            Ok(r) => records.push(r),
+            Ok(mut r) => {
+                crate::privacy::redact_record(redactor, &mut r);
+                records.push(r);
+            }
             Err(e) => errors.push(e),
         }
     }
     if !errors.is_empty() {
         return Err(Error::Input(crate::error::InputErrors(errors)));
     }
-    link_replies_to_prompts(transcript, &mut records, earlier);
+    // A prompt kept by an older build's ingest state may hold a secret.
+    let earlier = earlier.map(|p| {
+        let mut p = p.clone();
+        redactor.redact_string(&mut p.text);
+        p
+    });
+    link_replies_to_prompts(transcript, &mut records, earlier.as_ref(), redactor);
     Ok(records)
 }
 
@@ -184,7 +197,9 @@ pub struct LastPrompt {
 }
 
 impl LastPrompt {
-    fn of(transcript: &Transcript, message: &Message) -> LastPrompt {
+    /// The prompt `message`, redacted before it is cut to a context's length
+    /// (it is copied into replies and kept in the ingest state on disk).
+    fn of(transcript: &Transcript, message: &Message, redactor: &Redactor) -> LastPrompt {
         let session_id = message
             .session_id
             .clone()
@@ -192,7 +207,7 @@ impl LastPrompt {
         LastPrompt {
             id: message_id(&session_id, message),
             session_id,
-            text: context::clip(&message.text()),
+            text: context::clip(&redactor.redact(&message.text()).text),
         }
     }
 }
@@ -209,6 +224,7 @@ fn link_replies_to_prompts(
     transcript: &Transcript,
     records: &mut [Record],
     earlier: Option<&LastPrompt>,
+    redactor: &Redactor,
 ) {
     let mut latest: HashMap<String, LastPrompt> = earlier
         .map(|p| (p.session_id.clone(), p.clone()))
@@ -219,7 +235,10 @@ fn link_replies_to_prompts(
             continue;
         };
         if message.is_prompt() {
-            latest.insert(session.to_string(), LastPrompt::of(transcript, message));
+            latest.insert(
+                session.to_string(),
+                LastPrompt::of(transcript, message, redactor),
+            );
         } else if message.role == Role::Assistant && writes_words(message) {
             if let Some(prompt) = latest.get(session) {
                 if record.context.is_none() && !prompt.text.trim().is_empty() {
@@ -530,11 +549,13 @@ pub fn ingest(
                     &added_at,
                     Via::Ingest,
                     earlier.as_ref(),
+                    store.map_or(Redactor::builtin(), Store::redactor),
                 )?
                 .into_iter()
                 .map(|r| (rank.clone(), r)),
             );
-            states.push(next_state(&transcript, &part)?);
+            let redactor = store.map_or(Redactor::builtin(), Store::redactor);
+            states.push(next_state(&transcript, &part, redactor)?);
         }
         report.add_file(&transcript);
     }
@@ -862,7 +883,7 @@ fn resume_point(state: IngestState, bytes: &[u8]) -> (ReadFrom, Option<LastPromp
 /// the last message (it may still grow), or before an unterminated last line;
 /// the prompts before that point are counted so turn indices continue
 /// exactly where a whole read would have them.
-fn next_state(t: &Transcript, part: &Part) -> Result<IngestState> {
+fn next_state(t: &Transcript, part: &Part, redactor: &Redactor) -> Result<IngestState> {
     let resume = t
         .messages
         .last()
@@ -878,7 +899,7 @@ fn next_state(t: &Transcript, part: &Part) -> Result<IngestState> {
         .messages
         .iter()
         .rfind(|m| m.byte_offset < resume && m.is_prompt())
-        .map(|m| LastPrompt::of(t, m))
+        .map(|m| LastPrompt::of(t, m, redactor))
         .or_else(|| part.earlier.clone());
     let end = (part.base + part.bytes.len() as u64).min(resume.max(part.base));
     let read = &part.bytes[..(end - part.base) as usize];
@@ -1046,7 +1067,7 @@ mod tests {
                 records.into_iter().map(|r| (r.id, r.context, r.context_from)).collect()
             };
             let contexts: std::collections::HashMap<_, _> = context_of(
-                transcript_records(&whole, "default", "2026-01-01T00:00:00Z", Via::Ingest, None).unwrap(),
+                transcript_records(&whole, "default", "2026-01-01T00:00:00Z", Via::Ingest, None, Redactor::builtin()).unwrap(),
             )
             .into_iter()
             .map(|(id, c, f)| (id, (c, f)))
@@ -1072,12 +1093,12 @@ mod tests {
                     seen_places.insert(m.uuid.clone().unwrap(), (m.line, m.byte_offset));
                 }
                 let records =
-                    transcript_records(&t, "default", "2026-01-01T00:00:00Z", Via::Ingest, part.earlier.as_ref())
+                    transcript_records(&t, "default", "2026-01-01T00:00:00Z", Via::Ingest, part.earlier.as_ref(), Redactor::builtin())
                         .unwrap();
                 for (id, c, f) in context_of(records) {
                     seen_contexts.insert(id, (c, f));
                 }
-                saved = Some(next_state(&t, &part).unwrap());
+                saved = Some(next_state(&t, &part, Redactor::builtin()).unwrap());
             }
             let places: std::collections::HashMap<String, (usize, u64)> = whole
                 .messages

@@ -304,6 +304,14 @@ impl HookFiles {
         if std::fs::metadata(&path).is_ok_and(|m| m.len() > MAX_LOG_BYTES) {
             let _ = std::fs::rename(&path, self.dir.join("hooks.log.1"));
         }
+        // An error may quote the input it failed on: redacted like the rest.
+        let message = match redactor_near(&path) {
+            Ok(redactor) => redactor.redact(message).text.into_owned(),
+            Err(_) => crate::privacy::Redactor::builtin()
+                .redact(message)
+                .text
+                .into_owned(),
+        };
         let line = format!(
             "{} {command} session={} {}\n",
             crate::now_rfc3339(),
@@ -384,10 +392,36 @@ pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
     }
 }
 
-/// Writes JSON atomically and durably (temporary file, fsync, rename).
+/// Writes JSON atomically and durably (temporary file, fsync, rename),
+/// redacted first (see [`redacted_json`]).
 pub(crate) fn write_json_atomically<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let bytes = serde_json::to_vec(value).map_err(|e| Error::io(path, std::io::Error::other(e)))?;
+    let bytes = redacted_json(path, value)?;
     crate::files::replace(path, &bytes, crate::files::Durability::Durable)
+}
+
+/// `value` as JSON with every string redacted by the redactor of the store
+/// the file lies in (its `[privacy]`; the built-in rules for a file outside
+/// any store): the hooks' files hold task subjects, commands, errors and
+/// summaries taken from the transcript, and no secret may reach disk.
+fn redacted_json<T: Serialize>(path: &Path, value: &T) -> Result<Vec<u8>> {
+    let as_io = |e: serde_json::Error| Error::io(path, std::io::Error::other(e));
+    let mut json = serde_json::to_value(value).map_err(as_io)?;
+    crate::privacy::redact_value(&*redactor_near(path)?, &mut json);
+    serde_json::to_vec(&json).map_err(as_io)
+}
+
+/// The redactor of the store holding `path` (the nearest folder above it
+/// with a `config.toml`, at most three levels up).
+fn redactor_near(path: &Path) -> Result<std::sync::Arc<crate::privacy::Redactor>> {
+    match path
+        .ancestors()
+        .skip(1)
+        .take(3)
+        .find(|dir| dir.join("config.toml").is_file())
+    {
+        Some(root) => crate::store::config::redactor_for(root),
+        None => crate::store::config::redactor_for(Path::new("/nonexistent-store")),
+    }
 }
 
 /// Saves a session's state: atomically (temporary file, rename) but without
@@ -399,8 +433,7 @@ pub(crate) fn write_json_atomically<T: Serialize>(path: &Path, value: &T) -> Res
 /// without waiting for the disk.
 fn save_state(files: &HookFiles, session_id: &str, state: &SessionState) -> Result<()> {
     let path = files.state(session_id);
-    let bytes =
-        serde_json::to_vec(state).map_err(|e| Error::io(&path, std::io::Error::other(e)))?;
+    let bytes = redacted_json(&path, state)?;
     crate::files::replace(&path, &bytes, crate::files::Durability::Atomic)
 }
 

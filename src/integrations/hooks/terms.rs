@@ -197,7 +197,11 @@ fn is_stop_word(word: &str) -> bool {
 }
 
 /// The distinct terms of `text`, in first-seen order, at most `limit`.
+/// The text is redacted first: a term list is saved in the session state,
+/// and a secret split into words no longer looks like one.
 pub fn terms(text: &str, limit: usize) -> Vec<String> {
+    let redacted = crate::privacy::Redactor::builtin().redact(text);
+    let text: &str = &redacted.text;
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     let mut add = |term: &str, out: &mut Vec<String>| {

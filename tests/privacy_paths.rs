@@ -1,0 +1,531 @@
+//! Secrets never stored, through every write path of the binary: fresh
+//! random secrets of every supported kind, planted where real ones turn up
+//! in a real-format Claude Code session, go in through `ingest`, `add`, MCP
+//! `memory_add`, the Claude Code hooks (capture at Stop, the PostToolUse
+//! state, the PreCompact block, the prompt hook) and `evict`, and some of
+//! them on to the archive. None comes back from `export`, `get`, `search`
+//! (L2 and L3) or MCP, nor is found in any file of the store; `<private>`
+//! spans are gone; identifiers that only look like keys stay searchable.
+//! And `scrub` cleans a store written with redaction off, in both tiers,
+//! also when killed midway.
+
+mod common;
+#[path = "common/secrets.rs"]
+mod secrets;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::TestStore;
+use secrets::{Planted, Rng};
+use serde_json::{json, Value};
+
+/// Every file under `dir`, as text (lossy), with its path.
+fn files_text(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in read.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files_text(&path));
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            out.push((path, String::from_utf8_lossy(&bytes).into_owned()));
+        }
+    }
+    out
+}
+
+/// Pieces of `secret` that must not appear anywhere: its head, middle and
+/// tail (12 characters each), or the whole of a shorter one.
+fn pieces(secret: &str) -> Vec<String> {
+    let chars: Vec<char> = secret.chars().filter(|c| *c != '\n').collect::<Vec<_>>();
+    let n = chars.len();
+    let w = n.min(12);
+    [0, (n - w) / 2, n - w]
+        .iter()
+        .map(|&at| chars[at..at + w].iter().collect::<String>())
+        .filter(|p| !p.contains("-----") && !p.trim().is_empty())
+        .collect()
+}
+
+/// Panics naming the secret and where when any planted secret is in `text`.
+fn assert_no_secret(planted: &[Planted], text: &str, seed: u64, place: &str) {
+    for p in planted {
+        for piece in pieces(&p.secret) {
+            if let Some(at) = text.find(&piece) {
+                let mut from = at.saturating_sub(300);
+                while !text.is_char_boundary(from) {
+                    from -= 1;
+                }
+                let around: String = text[from..].chars().take(400).collect();
+                panic!(
+                    "seed {seed}: {} ({}) comes back from {place}: …{around}…",
+                    p.kind, p.place
+                );
+            }
+        }
+    }
+}
+
+/// One MCP session: initialize, then `calls` (tool name, arguments) one
+/// after another; the results in order.
+fn mcp(store: &TestStore, calls: &[(&str, Value)]) -> Vec<Value> {
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("knowledge-db"))
+        .arg("--store")
+        .arg(store.path())
+        .arg("mcp")
+        .env("KNOWLEDGE_DB_UPKEEP", "off")
+        .env("KNOWLEDGE_DB_MODELS", store.dir.path().join("no-models"))
+        .env_remove("KNOWLEDGE_DB_MODEL_DIR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn mcp");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut next = |stdin: &mut std::process::ChildStdin, id: u64, method: &str, params: Value| {
+        writeln!(
+            stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )
+        .expect("write");
+        stdin.flush().expect("flush");
+        loop {
+            let mut line = String::new();
+            assert!(stdout.read_line(&mut line).expect("read") > 0, "mcp closed");
+            let message: Value = serde_json::from_str(&line).expect("JSON-RPC line");
+            if message["id"] == id {
+                return message;
+            }
+        }
+    };
+    next(
+        &mut stdin,
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "privacy-test", "version": "1"}}),
+    );
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .expect("write");
+    let mut results = Vec::new();
+    for (i, (name, arguments)) in calls.iter().enumerate() {
+        let response = next(
+            &mut stdin,
+            i as u64 + 1,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        );
+        assert!(response.get("error").is_none(), "{name}: {response}");
+        if *name == "memory_add" {
+            assert_ne!(response["result"]["isError"], true, "{name}: {response}");
+        }
+        results.push(response["result"].clone());
+    }
+    drop(stdin);
+    let _ = child.wait();
+    results
+}
+
+/// Runs `hook <event>` with `input` on stdin; its stdout.
+fn hook(store: &TestStore, event: &str, input: &Value) -> String {
+    let out = store
+        .cmd()
+        .args(["hook", event])
+        .env("KNOWLEDGE_DB_MODELS", store.dir.path().join("no-models"))
+        .write_stdin(input.to_string())
+        .output()
+        .expect("hook");
+    assert!(
+        out.status.success(),
+        "hook {event}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Every way the store gives text back, as one text: export, get of every
+/// exported id, BM25 search of both tiers for words of each planted line
+/// and for the secrets themselves, and MCP search and get.
+fn everything_given_back(store: &TestStore, planted: &[Planted]) -> String {
+    let mut out = String::new();
+    let export = store.cmd().arg("export").output().expect("export");
+    assert!(export.status.success());
+    let export = String::from_utf8_lossy(&export.stdout).into_owned();
+    let ids: Vec<String> = export
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["id"].as_str().map(str::to_string))
+        .collect();
+    assert!(ids.len() > 10, "{} records exported", ids.len());
+    out.push_str(&export);
+    let mut get = store.cmd();
+    get.arg("get").args(&ids);
+    let got = get.output().expect("get");
+    assert!(
+        got.status.success(),
+        "{}",
+        String::from_utf8_lossy(&got.stderr)
+    );
+    out.push_str(&String::from_utf8_lossy(&got.stdout));
+    let mut queries: Vec<String> = planted
+        .iter()
+        .flat_map(|p| [p.secret.clone(), p.line.clone()])
+        .map(|q| q.chars().take(300).collect())
+        .collect();
+    queries.push("password token key secret deploy".into());
+    for query in &queries {
+        let found = store
+            .cmd()
+            .args([
+                "search",
+                "--mode",
+                "bm25",
+                "--tier",
+                "all",
+                "--all",
+                "-k",
+                "20",
+                "--json",
+                "--all-projects",
+                "--",
+            ])
+            .arg(query)
+            .output()
+            .expect("search");
+        assert!(
+            found.status.success(),
+            "{}",
+            String::from_utf8_lossy(&found.stderr)
+        );
+        // The answer echoes the query (and its unknown words): the results
+        // are what the store gives back.
+        let answer: Value = serde_json::from_slice(&found.stdout).expect("search JSON");
+        out.push_str(&answer["results"].to_string());
+    }
+    let mut calls: Vec<(&str, Value)> = vec![(
+        "memory_search",
+        json!({"query": "password token key secret deploy", "tier": "all", "limit": 50, "project": "*"}),
+    )];
+    for id in ids.iter().take(60) {
+        calls.push(("memory_get", json!({"id": id})));
+    }
+    for result in mcp(store, &calls) {
+        out.push_str(&result.to_string());
+    }
+    out
+}
+
+fn hook_input(session: &str, transcript: &Path, event: &str, extra: Value) -> Value {
+    let mut input = json!({"session_id": session, "transcript_path": transcript,
+        "cwd": "/home/dev/project", "hook_event_name": event});
+    if let (Some(input), Some(extra)) = (input.as_object_mut(), extra.as_object()) {
+        input.extend(extra.clone());
+    }
+    input
+}
+
+/// A JSONL record file holding every planted line in its content.
+fn records_file(store: &TestStore, planted: &[Planted], marker: &str) -> PathBuf {
+    let lines: Vec<String> = planted
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            json!({"id": format!("note-{i}"), "kind": "note", "title": format!("config note {i}"),
+                   "content": format!("{}\n<private>{marker}</private>", p.line)})
+            .to_string()
+        })
+        .collect();
+    store.write("notes.jsonl", (lines.join("\n") + "\n").as_bytes())
+}
+
+#[test]
+fn planted_secrets_never_come_back_from_any_write_path() {
+    let store = TestStore::new();
+    let mut rng = Rng::from_time();
+    let seed = rng.seed;
+    let planted = secrets::planted(&mut rng);
+    let marker = format!("Privet Drive {}", rng.between(100, 999));
+
+    // ingest, then the session goes to the archive.
+    let ingested = store.write(
+        "sess-ingest.jsonl",
+        secrets::claude_code_session("sess-ingest", &planted, &marker).as_bytes(),
+    );
+    store.cmd().arg("ingest").arg(&ingested).assert().success();
+    store
+        .cmd()
+        .args(["archive", "--session", "sess-ingest"])
+        .assert()
+        .success();
+
+    // add (a JSONL file of notes).
+    store
+        .cmd()
+        .arg("add")
+        .arg(records_file(&store, &planted, &marker))
+        .assert()
+        .success();
+
+    // MCP memory_add.
+    let mcp_records: Vec<Value> = planted
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            json!({"id": format!("mcp-{i}"), "kind": "note", "title": "deploy notes",
+            "content": format!("Remember: {}", p.line), "session_id": "sess-mcp"})
+        })
+        .collect();
+    mcp(&store, &[("memory_add", json!({"records": mcp_records}))]);
+
+    // The hooks, as Claude Code runs them on a live session.
+    let live = store.write(
+        "sess-hooks.jsonl",
+        secrets::claude_code_session("sess-hooks", &planted, &marker).as_bytes(),
+    );
+    hook(
+        &store,
+        "post-tool-use",
+        &hook_input(
+            "sess-hooks",
+            &live,
+            "PostToolUse",
+            json!({"tool_name": "Bash", "tool_input": {"command": planted[0].line}}),
+        ),
+    );
+    hook(
+        &store,
+        "pre-compact",
+        &hook_input(
+            "sess-hooks",
+            &live,
+            "PreCompact",
+            json!({"trigger": "auto"}),
+        ),
+    );
+    hook(
+        &store,
+        "stop",
+        &hook_input(
+            "sess-hooks",
+            &live,
+            "Stop",
+            json!({"stop_hook_active": false}),
+        ),
+    );
+    hook(
+        &store,
+        "user-prompt-submit",
+        &hook_input(
+            "sess-hooks-2",
+            &live,
+            "UserPromptSubmit",
+            json!({"prompt": format!("what did we set up for the deploy? {}", planted[1].line)}),
+        ),
+    );
+    hook(
+        &store,
+        "session-end",
+        &hook_input("sess-hooks", &live, "SessionEnd", json!({"reason": "exit"})),
+    );
+
+    // evict (the rolling context's write path).
+    let evicted = store.write(
+        "sess-evict.jsonl",
+        secrets::claude_code_session("sess-evict", &planted, &marker).as_bytes(),
+    );
+    store
+        .cmd()
+        .args([
+            "evict",
+            "--context-window",
+            "1500",
+            "--min-keep",
+            "2",
+            "--transcript",
+        ])
+        .arg(&evicted)
+        .assert()
+        .success();
+
+    // Every path stored something: notes, MCP records, the captured and the
+    // evicted session's messages, the archived session.
+    let export = store.cmd().arg("export").output().expect("export").stdout;
+    let export: Vec<Value> = String::from_utf8_lossy(&export)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let has = |what: &dyn Fn(&Value) -> bool| export.iter().any(what);
+    assert!(has(&|r| r["id"] == "note-0"), "add stored nothing");
+    assert!(has(&|r| r["id"] == "mcp-0"), "memory_add stored nothing");
+    assert!(
+        has(&|r| r["source"]["session_id"] == "sess-hooks"),
+        "the Stop hook captured nothing"
+    );
+    assert!(
+        has(&|r| r["source"]["session_id"] == "sess-evict"),
+        "evict stored nothing"
+    );
+    assert!(
+        has(&|r| r["source"]["session_id"] == "sess-ingest" && r["tier"] == "l3"),
+        "nothing archived"
+    );
+
+    let given_back = everything_given_back(&store, &planted);
+    assert_no_secret(&planted, &given_back, seed, "export, get, search or MCP");
+    assert!(!given_back.contains(&marker), "a <private> span came back");
+    for p in &planted {
+        assert!(
+            given_back.contains(&format!("[REDACTED {}]", p.kind))
+                || p.also
+                    .iter()
+                    .any(|k| given_back.contains(&format!("[REDACTED {k}]"))),
+            "seed {seed}: no placeholder for {}",
+            p.kind
+        );
+    }
+    for (path, text) in files_text(&store.path()) {
+        assert_no_secret(&planted, &text, seed, &path.display().to_string());
+        assert!(
+            !text.contains(&marker),
+            "private span in {}",
+            path.display()
+        );
+    }
+    // What only looks like a key stays searchable.
+    let found = store.search_ids(&["--all-projects", "--tier", "all", "posthogAPIKey"]);
+    assert!(!found.is_empty(), "posthogAPIKey is no longer found");
+}
+
+/// A store written with redaction off, partly archived; its hooks' log
+/// quoting a secret.
+fn unredacted_store(planted: &[Planted], marker: &str) -> TestStore {
+    let store = TestStore::new();
+    let config = store.path().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).expect("config");
+    text = text.replace("[privacy]\nredact = true", "[privacy]\nredact = false");
+    assert!(text.contains("redact = false"), "{text}");
+    std::fs::write(&config, text).expect("config");
+    let session = store.write(
+        "sess-old.jsonl",
+        secrets::claude_code_session("sess-old", planted, marker).as_bytes(),
+    );
+    store.cmd().arg("ingest").arg(&session).assert().success();
+    let other = store.write(
+        "sess-old2.jsonl",
+        secrets::claude_code_session("sess-old2", planted, marker).as_bytes(),
+    );
+    store.cmd().arg("ingest").arg(&other).assert().success();
+    store
+        .cmd()
+        .args(["archive", "--session", "sess-old2"])
+        .assert()
+        .success();
+    std::fs::create_dir_all(store.path().join("hooks")).expect("hooks dir");
+    std::fs::write(
+        store.path().join("hooks/hooks.log"),
+        format!(
+            "2026-01-01T00:00:00Z stop session=x failed on {}\n",
+            planted[0].line
+        ),
+    )
+    .expect("log");
+    let exported = store.cmd().arg("export").output().expect("export");
+    assert!(
+        String::from_utf8_lossy(&exported.stdout).contains(&planted[0].secret),
+        "redaction off did not keep the secret"
+    );
+    let text = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(&config, text.replace("redact = false", "redact = true")).expect("config");
+    store
+}
+
+#[test]
+fn scrub_cleans_both_tiers_and_the_side_files_and_says_what_it_replaced() {
+    let mut rng = Rng::from_time();
+    let seed = rng.seed;
+    let planted = secrets::planted(&mut rng);
+    let marker = format!("Privet Drive {}", rng.between(100, 999));
+    let store = unredacted_store(&planted, &marker);
+
+    let dry = store.json(&["scrub", "--dry-run"]);
+    assert!(dry["l2_records"].as_u64().unwrap_or(0) > 0, "{dry}");
+    assert!(dry["l3_records"].as_u64().unwrap_or(0) > 0, "{dry}");
+    let exported = store.cmd().arg("export").output().expect("export");
+    assert!(
+        String::from_utf8_lossy(&exported.stdout).contains(&planted[0].secret),
+        "dry run wrote"
+    );
+
+    let out = store.cmd().arg("scrub").output().expect("scrub");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("replaced") && said.contains(planted[0].kind),
+        "{said}"
+    );
+
+    let given_back = everything_given_back(&store, &planted);
+    assert_no_secret(&planted, &given_back, seed, "a scrubbed store");
+    for (path, text) in files_text(&store.path()) {
+        assert_no_secret(&planted, &text, seed, &path.display().to_string());
+    }
+    let again = store.json(&["scrub"]);
+    assert_eq!(again["l2_records"], 0, "{again}");
+    assert_eq!(again["l3_records"], 0, "{again}");
+    assert_eq!(again["side_files"], 0, "{again}");
+    store.cmd().arg("verify").assert().success();
+}
+
+#[test]
+fn a_scrub_killed_midway_is_finished_by_the_next() {
+    for point in [
+        "scrub-l2-written",
+        "scrub-l2-purged",
+        "scrub-archive-file-rewritten",
+        "scrub-archive-committed",
+    ] {
+        let mut rng = Rng::from_time();
+        let seed = rng.seed;
+        let planted = secrets::planted(&mut rng);
+        let store = unredacted_store(&planted, "Privet Drive 4");
+        let records_before = store.json(&["stats"])["records"].clone();
+        let killed = store
+            .cmd()
+            .arg("scrub")
+            .env("KNOWLEDGE_DB_CRASH_AT", point)
+            .output()
+            .expect("scrub");
+        assert!(
+            !killed.status.success(),
+            "{point}: the scrub was not killed"
+        );
+        store.cmd().arg("scrub").assert().success();
+        store.cmd().arg("verify").assert().success();
+        assert_eq!(
+            store.json(&["stats"])["records"],
+            records_before,
+            "{point}: records lost"
+        );
+        let given_back = everything_given_back(&store, &planted);
+        assert_no_secret(
+            &planted,
+            &given_back,
+            seed,
+            &format!("a scrub killed at {point}"),
+        );
+    }
+}
