@@ -44,6 +44,8 @@ cargo fmt --check
 cargo clippy --locked --all-targets -- -D warnings
 # The layering: no two top-level modules may name each other, no cycle.
 python3 scripts/module-graph.py --check
+# Every relative link and anchor of the README and docs/ resolves.
+python3 scripts/check-doc-links.py
 # The library's documentation builds without a broken or private link.
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --lib --quiet
 if cargo nextest --version >/dev/null 2>&1; then

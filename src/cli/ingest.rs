@@ -197,4 +197,7 @@ fn print_report(r: &IngestReport) {
         ),
         None => println!("nothing written (--dry-run)"),
     }
+    if let Some(s) = r.store.as_ref().filter(|s| !s.redacted.is_empty()) {
+        println!("before storing: {}", s.redacted);
+    }
 }

@@ -221,8 +221,8 @@ enum Command {
     /// by priority; store what is dropped, print the rest and one note.
     #[command(after_help = context::PACK_HELP)]
     Pack(context::PackArgs),
-    /// Serve the store to agents over MCP (stdio): memory_search, memory_get,
-    /// memory_add, memory_stats.
+    /// Serve the store to agents over MCP (stdio): memory_search, memory_recall,
+    /// memory_get, memory_add, memory_stats.
     #[command(after_help = mcp::AFTER_HELP)]
     Mcp(mcp::McpArgs),
 
@@ -236,7 +236,9 @@ enum Command {
     Qmd(qmd::QmdCommand),
 
     /// Claude Code integration: install the hooks, the skill and the MCP server;
-    /// the hooks themselves (post-tool-use, pre-compact, session-start).
+    /// the hooks themselves (capture at stop, session-end and pre-compact, recall
+    /// at user-prompt-submit and session-start, the compression loop at
+    /// post-tool-use).
     #[command(subcommand)]
     Hook(hook::HookCommand),
 }

@@ -109,6 +109,9 @@ pub fn print_add_summary(s: &AddSummary) {
             r.embedded, r.vectors_reused, r.without_vector
         );
     }
+    if !r.redacted.is_empty() {
+        println!("before storing: {}", r.redacted);
+    }
     if !r.duplicate_ids.is_empty() {
         eprintln!(
             "note: {} ids appeared more than once; the last version of each was kept (e.g. {})",

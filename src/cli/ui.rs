@@ -32,7 +32,7 @@ pub const AFTER_HELP: &str = "\
 Serves a page on 127.0.0.1 only, and prints its URL (with a random access token;
 every request needs it) on stdout; it opens no browser. Views: Search (the filters
 of `search`, each hit's BM25/vector/fused scores, the abstention), Timeline
-(namespaces, their sessions by date, summaries and raw turns), Record (JSON, tier,
+(projects, their sessions by date, summaries and raw turns), Record (JSON, tier,
 access count, vector state, transcript file and line) and Health (stats, upkeep,
 the last `verify`, compression queues, hook errors). Read-only unless
 --allow-delete. Ctrl-C stops it.

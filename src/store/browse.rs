@@ -481,7 +481,7 @@ mod tests {
         let store = Store::init(&dir.path().join("s")).expect("init");
         let message = |session: &str, ns: &str, turn: u64, time: &str| {
             record(serde_json::json!({
-                "session_id": session, "namespace": ns, "turn_index": turn,
+                "session_id": session, "project": ns, "turn_index": turn,
                 "role": "user", "text": format!("turn {turn}"), "timestamp": time
             }))
         };
@@ -491,7 +491,7 @@ mod tests {
             message("new", "a", 1, "2026-02-01T10:00:00Z"),
             message("other", "b", 1, "2026-01-15T10:00:00Z"),
             record(serde_json::json!({
-                "segment_id": "seg", "session_id": "old", "namespace": "a",
+                "segment_id": "seg", "session_id": "old", "project": "a",
                 "start_turn": 1, "end_turn": 2, "topic": "t", "compressed_content": "x",
                 "compressed_at": "2026-01-01T12:00:00Z"
             })),

@@ -374,7 +374,26 @@ impl Store {
     /// export carries them: such texts are never embedded again.
     pub fn add_with_vectors(
         &self,
+        mut records: Vec<Record>,
+        known_vectors: HashMap<u64, Vec<f32>>,
+        embedder: Option<&mut dyn Embedder>,
+        lock_timeout: Duration,
+    ) -> Result<(AddReport, AddPhases)> {
+        let mut redacted = Findings::default();
+        for record in &mut records {
+            redacted.absorb(&crate::privacy::redact_record(self.redactor(), record));
+        }
+        self.add_redacted(records, redacted, known_vectors, embedder, lock_timeout)
+    }
+
+    /// [`Store::add_with_vectors`] for records the caller already sent
+    /// through this store's redactor (`redacted` is what that replaced):
+    /// ingest redacts each message before it links replies to prompts, and
+    /// a second pass would find nothing new.
+    pub(crate) fn add_redacted(
+        &self,
         records: Vec<Record>,
+        redacted: Findings,
         known_vectors: HashMap<u64, Vec<f32>>,
         embedder: Option<&mut dyn Embedder>,
         lock_timeout: Duration,
@@ -388,11 +407,6 @@ impl Store {
         };
         limits::check_record_sizes(&records, self.config.limits.max_record_bytes)?;
         scope::check_records(&records, self.scope())?;
-        let mut redacted = Findings::default();
-        let mut records = records;
-        for record in &mut records {
-            redacted.absorb(&crate::privacy::redact_record(self.redactor(), record));
-        }
         let (mut records, duplicate_ids) = last_version_per_id(records);
         let mut report = AddReport {
             duplicate_ids,

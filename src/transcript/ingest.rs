@@ -21,7 +21,7 @@ use super::{
 };
 use crate::embed::Embedder;
 use crate::error::{Error, Origin, Result};
-use crate::privacy::Redactor;
+use crate::privacy::{Findings, Redactor};
 use crate::record::{context, parse_record, ParseOptions, Record};
 use crate::store::{AddReport, Store};
 
@@ -152,6 +152,20 @@ pub fn transcript_records(
     earlier: Option<&LastPrompt>,
     redactor: &Redactor,
 ) -> Result<Vec<Record>> {
+    transcript_records_redacted(transcript, namespace, added_at, via, earlier, redactor)
+        .map(|(records, _)| records)
+}
+
+/// [`transcript_records`], also saying what redaction replaced.
+fn transcript_records_redacted(
+    transcript: &Transcript,
+    namespace: &str,
+    added_at: &str,
+    via: Via,
+    earlier: Option<&LastPrompt>,
+    redactor: &Redactor,
+) -> Result<(Vec<Record>, Findings)> {
+    let mut found = Findings::default();
     let options = ParseOptions {
         added_at: added_at.to_string(),
         namespace: Some(namespace.to_string()),
@@ -164,7 +178,7 @@ pub fn transcript_records(
         let value = message_record(transcript, message, namespace, via);
         match parse_record(value, &Origin::line(path.clone(), message.line), &options) {
             Ok(mut r) => {
-                crate::privacy::redact_record(redactor, &mut r);
+                found.absorb(&crate::privacy::redact_record(redactor, &mut r));
                 records.push(r);
             }
             Err(e) => errors.push(e),
@@ -180,7 +194,7 @@ pub fn transcript_records(
         p
     });
     link_replies_to_prompts(transcript, &mut records, earlier.as_ref(), redactor);
-    Ok(records)
+    Ok((records, found))
 }
 
 /// The latest user prompt read from a transcript: what the assistant's next
@@ -525,6 +539,7 @@ pub fn ingest(
     let mut states = Vec::new();
     let mut parse_time = Duration::ZERO;
     let mut parents = ParentSessions::default();
+    let mut redacted = Findings::default();
     for (i, path) in files.iter().enumerate() {
         progress(i, files.len());
         let saved = match store {
@@ -542,18 +557,16 @@ pub fn ingest(
         }
         if store.is_some() && !options.dry_run {
             let rank = FileRank::of_part(&path.display().to_string(), &part);
-            records.extend(
-                transcript_records(
-                    &transcript,
-                    &options.namespace,
-                    &added_at,
-                    Via::Ingest,
-                    earlier.as_ref(),
-                    store.map_or(Redactor::builtin(), Store::redactor),
-                )?
-                .into_iter()
-                .map(|r| (rank.clone(), r)),
-            );
+            let (part_records, found) = transcript_records_redacted(
+                &transcript,
+                &options.namespace,
+                &added_at,
+                Via::Ingest,
+                earlier.as_ref(),
+                store.map_or(Redactor::builtin(), Store::redactor),
+            )?;
+            redacted.absorb(&found);
+            records.extend(part_records.into_iter().map(|r| (rank.clone(), r)));
             let redactor = store.map_or(Redactor::builtin(), Store::redactor);
             states.push(next_state(&transcript, &part, redactor)?);
         }
@@ -565,7 +578,10 @@ pub fn ingest(
     if let Some(store) = store.filter(|_| !options.dry_run) {
         let (records, superseded) = most_complete_copies(store, records)?;
         report.superseded = superseded;
-        report.store = Some(store.add(records, embedder, lock_timeout)?);
+        // Redacted above, before replies were linked to their prompts.
+        let (added, _) =
+            store.add_redacted(records, redacted, HashMap::new(), embedder, lock_timeout)?;
+        report.store = Some(added);
         for state in &states {
             save_state(store, state)?;
         }
