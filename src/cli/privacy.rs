@@ -245,17 +245,17 @@ pub fn scrub(root: &Path, args: ScrubArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let values: u64 = report.found.kinds.values().sum();
-    let verb = if report.dry_run {
-        "would replace"
+    let (verb, drop) = if report.dry_run {
+        ("would replace", "drop")
     } else {
-        "replaced"
+        ("replaced", "dropped")
     };
     if report.found.is_empty() {
         println!("no secret or private span found: nothing to scrub");
         return Ok(ExitCode::SUCCESS);
     }
     println!(
-        "{verb} {values} secret value{} and dropped {} private span{} in {} live record{}, {} archived record{} and {} other file{}",
+        "{verb} {values} secret value{} and {drop} {} private span{} in {} live record{}, {} archived record{} and {} other file{}",
         plural(values as usize),
         report.found.private_spans,
         plural(report.found.private_spans as usize),
