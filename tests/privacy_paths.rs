@@ -529,3 +529,51 @@ fn a_scrub_killed_midway_is_finished_by_the_next() {
         );
     }
 }
+
+#[test]
+fn privacy_settings_in_config_toml_reach_every_write_and_a_bad_one_is_named() {
+    let store = TestStore::new();
+    let config = store.path().join("config.toml");
+    let text = std::fs::read_to_string(&config).expect("config");
+    let ours = "[privacy]\nredact = true\nallow = [\"ghp_000000000000000000000000000000000000\"]\nallow_patterns = []\n\n[[privacy.extra_patterns]]\nname = \"acme-token\"\nregex = '''acme_[a-z0-9]{24}'''\nkeywords = [\"acme_\"]\n";
+    let start = text.find("[privacy]").expect("a [privacy] table");
+    std::fs::write(&config, format!("{}{ours}", &text[..start])).expect("config");
+    let note = json!({"id": "n1", "kind": "note", "title": "tokens",
+        "content": "acme_0123456789abcdefghijklmn and the test token ghp_000000000000000000000000000000000000"});
+    let file = store.write("n.jsonl", format!("{note}\n").as_bytes());
+    let out = store.cmd().arg("add").arg(&file).output().expect("add");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("1 acme-token"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let got = store.json(&["get", "n1"]).to_string();
+    assert!(
+        got.contains("[REDACTED acme-token]") && !got.contains("acme_0123"),
+        "{got}"
+    );
+    assert!(
+        got.contains("ghp_000000000000000000000000000000000000"),
+        "the allowed value went: {got}"
+    );
+
+    let bad = format!(
+        "{}[privacy]\n[[privacy.extra_patterns]]\nname = \"x\"\nregex = '''acme_[a-z'''\n",
+        &text[..start]
+    );
+    std::fs::write(&config, bad).expect("config");
+    let before = store.snapshot();
+    let out = store.cmd().arg("add").arg(&file).output().expect("add");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("config.toml") && err.contains("privacy.extra_patterns[0].regex"),
+        "{err}"
+    );
+    assert_eq!(before, store.snapshot(), "a failed add changed the store");
+}
