@@ -468,3 +468,34 @@ fn doctor_passes_a_fresh_install_and_names_what_breaks() {
     assert_eq!(outcome(&broken, "hooks.log"), "warn", "{broken}");
     assert!(broken.to_string().contains("disk full"), "{broken}");
 }
+
+#[test]
+fn a_binary_under_another_name_is_installed_once_however_often_install_runs() {
+    let home = tempfile::tempdir().expect("home");
+    let project = home.path().join("proj");
+    fs::create_dir_all(&project).expect("project");
+    let renamed = home.path().join("kdb-copy");
+    fs::copy(binary(), &renamed).expect("copy the binary");
+    for _ in 0..3 {
+        Command::new(&renamed)
+            .env("KNOWLEDGE_DB_UPKEEP", "off")
+            .arg("--store")
+            .arg(home.path().join("store"))
+            .args(["hook", "install", "--no-history", "--dir"])
+            .arg(&project)
+            .env("HOME", home.path())
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .assert()
+            .success();
+    }
+    let settings = read_json(&project.join(".claude/settings.json"));
+    for (event, groups) in settings["hooks"].as_object().expect("hooks") {
+        let commands: usize = groups
+            .as_array()
+            .expect("groups")
+            .iter()
+            .map(|g| g["hooks"].as_array().map_or(0, Vec::len))
+            .sum();
+        assert_eq!(commands, 1, "{event}: {groups}");
+    }
+}

@@ -408,7 +408,8 @@ fn add_hooks(settings: &mut Map<String, Value>, path: &Path, install: &Install) 
                 path: path.to_path_buf(),
                 message: format!("`hooks.{event}` is not a list; nothing was written"),
             })?;
-        let mut wanted = json!({"type": "command", "command": install.hook_command(subcommand)});
+        let command = install.hook_command(subcommand);
+        let mut wanted = json!({"type": "command", "command": command});
         if let Some(secs) = timeout {
             wanted["timeout"] = json!(secs);
         }
@@ -418,10 +419,13 @@ fn add_hooks(settings: &mut Map<String, Value>, path: &Path, install: &Install) 
             let Some(list) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
                 return true;
             };
+            // Ours: a knowledge-db binary running this hook, or exactly the
+            // command this install writes (a binary renamed or copied under
+            // another name is still recognised on the next install).
             let ours = |h: &Value| {
                 h["command"]
                     .as_str()
-                    .is_some_and(|c| is_our_hook(c, subcommand))
+                    .is_some_and(|c| c == command || is_our_hook(c, subcommand))
             };
             if !list.iter().any(ours) {
                 return true;
