@@ -155,6 +155,14 @@ pub struct Hit {
     pub snippet: String,
     /// Byte ranges of matched terms within `snippet`.
     pub highlights: Vec<(usize, usize)>,
+    /// The project it came from (the git root of its session's folder);
+    /// absent for a record of no project.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// Who wrote it, when another machine did (`sync`); absent for this
+    /// store's own records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
     /// The record's session, if it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
@@ -1380,6 +1388,10 @@ pub(crate) fn hit(
         title: f.title,
         snippet: text,
         highlights,
+        project: f.project.filter(|p| !p.is_empty()),
+        origin: f
+            .origin
+            .filter(|o| !o.is_empty() && o != crate::index::LOCAL_ORIGIN),
         session_id: f.session_id,
         start_turn: f.start_turn,
         end_turn: f.end_turn,

@@ -436,6 +436,8 @@ pub fn record(viewer: &Viewer, params: &Params) -> Result<Reply> {
         "namespace": record.namespace,
         "tier": record.tier.as_str(),
         "citation": record.citation(),
+        "project": record.fields.project,
+        "written_by": record.fields.origin.as_deref().filter(|o| *o != crate::index::LOCAL_ORIGIN),
         "session_id": record.fields.session_id,
         "start_turn": record.fields.start_turn,
         "end_turn": record.fields.end_turn,

@@ -65,9 +65,16 @@ async function confirmDelete(what, body, done, setError) {
   }
 }
 
+/// A project's path shown by its last two folders (`entireio/cli`); the
+/// whole path is the title.
+function projectName(path) {
+  const parts = path.split("/").filter(Boolean);
+  return parts.length > 2 ? "…/" + parts.slice(-2).join("/") : path;
+}
+
 // ---- Search -------------------------------------------------------------
 
-const FILTERS = ["namespace", "session", "kind", "since", "until", "file", "tier"];
+const FILTERS = ["project", "namespace", "session", "kind", "since", "until", "file", "tier"];
 
 export function SearchView({ info, params }) {
   const [form, setForm] = useState(params);
@@ -111,12 +118,13 @@ export function SearchView({ info, params }) {
         <button type="submit" disabled=${busy}>${busy ? "Searching…" : "Search"}</button>
       </div>
       <div class="filters">
-        <label>namespace
-          <select name="namespace" value=${form.namespace || ""} onChange=${set("namespace")}>
+        <label>project
+          <select name="project" value=${form.project || ""} onChange=${set("project")}>
             <option value="">all</option>
-            ${groups.map((g) => html`<option value=${g.name}>${g.name}</option>`)}
+            ${groups.filter((g) => g.name).map((g) => html`<option value=${g.name}>${projectName(g.name)}</option>`)}
           </select>
         </label>
+        <label>namespace <input name="namespace" value=${form.namespace || ""} onInput=${set("namespace")} placeholder="all" size="9" /></label>
         <label>session <input name="session" value=${form.session || ""} onInput=${set("session")} placeholder="id" /></label>
         <label>kind
           <select name="kind" value=${form.kind || ""} onChange=${set("kind")}>
@@ -171,8 +179,10 @@ function Hit({ hit }) {
       </div>
       <p class="snippet"><${Snippet} text=${hit.snippet} highlights=${hit.highlights} /></p>
       <div class="hit-meta">
-        <span>${hit.namespace}</span>
-        ${hit.session_id && html`<span>session <${SessionLink} session=${hit.session_id} group=${hit.namespace} turn=${hit.start_turn} /></span>`}
+        <span title=${hit.project || "no project"}>${hit.project ? projectName(hit.project) : "no project"}</span>
+        ${hit.origin && html`<span class="badge origin" title="written by another machine (sync)">from ${hit.origin}</span>`}
+        ${hit.namespace !== "default" && html`<span>namespace ${hit.namespace}</span>`}
+        ${hit.session_id && html`<span>session <${SessionLink} session=${hit.session_id} group=${hit.project || ""} turn=${hit.start_turn} /></span>`}
         ${hit.start_turn !== undefined && hit.start_turn !== null && html`<span>turn ${hit.start_turn}${hit.end_turn !== hit.start_turn ? "–" + hit.end_turn : ""}</span>`}
         <span>${day(hit.timestamp)}</span>
         ${hit.copies > 1 && html`<span>${hit.copies} near-identical copies</span>`}
@@ -206,14 +216,14 @@ export function TimelineView({ info, params }) {
   return html`
     <div class="timeline">
       <aside class="groups">
-        <h2>${info.group_by === "namespace" ? "Namespaces" : "Projects"}</h2>
+        <h2>${info.group_by === "project" ? "Projects" : "Namespaces"}</h2>
         <${Problem} error=${error} />
         ${groups && html`
           <ul>
             <li class=${group === "" ? "active" : ""}><a href=${href("timeline")}>all <small>${groups.sessions} sessions</small></a></li>
             ${groups.groups.map(
-              (g) => html`<li class=${g.name === group ? "active" : ""}>
-                <a href=${href("timeline", { group: g.name })}>${g.name}</a>
+              (g) => html`<li class=${g.name && g.name === group ? "active" : ""}>
+                <a href=${href("timeline", { group: g.name })} title=${g.name || "records of no project"}>${g.name ? projectName(g.name) : "(no project)"}</a>
                 <small>${g.sessions} sessions · ${g.records.toLocaleString()} records · ${day(g.last)}</small>
               </li>`,
             )}
@@ -417,12 +427,14 @@ export function RecordView({ info, params }) {
       </div>
       <table class="facts">
         <tr><th>citation</th><td>${record.citation}</td></tr>
+        <tr><th>project</th><td>${record.project || "none"}</td></tr>
+        ${record.written_by && html`<tr><th>written by</th><td>${record.written_by} (pulled by sync)</td></tr>`}
         <tr><th>namespace</th><td>${record.namespace}</td></tr>
         <tr><th>tier</th><td>${record.tier}${record.archived ? ` (archived ${when(record.archived.archived_at)}${record.archived.dropped.length ? "; pruning dropped " + record.archived.dropped.join(", ") : ""})` : ""}</td></tr>
         <tr><th>vector</th><td data-testid="vector-state">${record.vector}</td></tr>
         <tr><th>access count</th><td data-testid="access-count">${record.access.count}${record.access.last_accessed ? ` · last read ${when(record.access.last_accessed)}` : " · never read"}</td></tr>
         <tr><th>reads not yet folded</th><td>${readsLine(record.access.reads_not_folded)}</td></tr>
-        ${record.session_id && html`<tr><th>session</th><td><${SessionLink} session=${record.session_id} group=${record.namespace}>${record.session_id}<//>
+        ${record.session_id && html`<tr><th>session</th><td><${SessionLink} session=${record.session_id} group=${record.project || ""}>${record.session_id}<//>
           ${record.start_turn !== null ? ` · turn ${record.start_turn}${record.end_turn !== record.start_turn ? "–" + record.end_turn : ""}` : ""}</td></tr>`}
         <tr><th>came from</th><td data-testid="origin">${origin
           ? origin.path
@@ -475,6 +487,9 @@ export function HealthView() {
         </table></div>
         <${Counts} title="By kind" counts=${stats.by_kind} />
         <${Counts} title="By namespace" counts=${stats.by_namespace} />
+        <${Counts} title="By project" counts=${Object.fromEntries(
+          Object.entries(stats.by_project || {}).map(([k, v]) => [k && k !== "(none)" ? projectName(k) : "(no project)", v]))} />
+        <${Counts} title="By origin" counts=${stats.by_origin} />
         <div class="card" data-testid="upkeep"><h3>Upkeep</h3><table>
           <tr><th>worker</th><td>${upkeep.running ? `running (pid ${upkeep.pid}): ${upkeep.step || "starting"}` : "not running"}</td></tr>
           <tr><th>vectors waiting</th><td>${upkeep.vectors_waiting.toLocaleString()}</td></tr>
