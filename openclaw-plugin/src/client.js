@@ -36,14 +36,14 @@ export class KnowledgeDbClient {
   }
 
   /**
-   * The command line of the child. Its `--namespace` is the plugin's, so a
-   * call that names none (memory_recall) searches what memory_search does.
+   * The command line of the child. It is not scoped with `--namespace`: the
+   * engine keeps its session state in `<namespace>-engine`, which a scoped
+   * server would refuse to write; every call names its namespace instead.
    */
   args() {
     const args = [];
     if (this.config.store) args.push("--store", this.config.store);
     args.push("mcp");
-    if (this.config.namespace && this.config.namespace !== "*") args.push("--namespace", this.config.namespace);
     return args;
   }
 

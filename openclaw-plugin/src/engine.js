@@ -384,7 +384,7 @@ export class RollingMemory {
     const exclude = [...new Set([...inContextIds(s.sessionId, all, shown), ...s.recalled, this.stateId(s.sessionId)])];
     let recalled;
     try {
-      recalled = await recallFor(this.client, { prompt, exclude });
+      recalled = await recallFor(this.client, { prompt, exclude, namespace: this.config.namespace });
     } catch (error) {
       this.host.logger?.warn?.(`knowledge-db: recall is unavailable, so nothing is recalled for this prompt: ${message(error)}`);
       return null;

@@ -65,15 +65,14 @@ export function recallFingerprint(prompt, all) {
 }
 
 /**
- * Asks knowledge-db what to recall for `prompt`.
+ * Asks knowledge-db what to recall for `prompt`, from the plugin's namespace.
  * @param {KnowledgeDbClient} client
- * @param {{prompt: string, exclude: string[]}} p
+ * @param {{prompt: string, exclude: string[], namespace: string}} p
  * @returns {Promise<Recalled>}
  */
-export async function recallFor(client, { prompt, exclude }) {
-  // Records the plugin writes have no project: every project is searched
-  // (the namespace is the mcp child's, see client.js).
-  const answer = await client.call("memory_recall", { prompt, project: "*", exclude });
+export async function recallFor(client, { prompt, exclude, namespace }) {
+  // Records the plugin writes have no project: every project is searched.
+  const answer = await client.call("memory_recall", { prompt, project: "*", exclude, namespace });
   /** @type {Memory[]} */
   const memories = Array.isArray(answer.memories) ? answer.memories : [];
   const text = typeof answer.text === "string" ? answer.text : "";

@@ -141,6 +141,8 @@ pub(crate) struct RecallArgs {
     pub from_turn: Option<u64>,
     /// Record ids never to recall: what the agent was told already or still holds
     pub exclude: Option<Vec<String>>,
+    /// Namespace to recall from ("*" = all; default: the server's --namespace, else all)
+    pub namespace: Option<String>,
 }
 
 /// The server: the warm service plus where the QMD collections are listed.
@@ -315,7 +317,7 @@ impl MemoryServer {
             let request = crate::flows::recall::RecallRequest {
                 prompt: args.prompt,
                 project: args.project,
-                namespace: None,
+                namespace: args.namespace,
                 live: args.session.map(|session| crate::search::LiveContext {
                     session,
                     from_turn: args.from_turn.unwrap_or(0),

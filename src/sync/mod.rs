@@ -514,6 +514,19 @@ impl<'a> Run<'a> {
 
     /// The row that pushes a local record.
     fn row_of(&self, l: &Loaded, version: u64) -> Row {
+        // Every write redacted this record already; a store written before
+        // redaction existed (or before a `[privacy]` pattern was added) may
+        // still hold a secret, and nothing private leaves the machine. A
+        // record that changes goes without its vector (made from the secret):
+        // the puller embeds it.
+        let mut record = l.record.clone();
+        let redacted =
+            !crate::privacy::redact_record(self.store.redactor(), &mut record).is_empty();
+        let l = &Loaded {
+            record,
+            hash: l.hash,
+            vector: if redacted { None } else { l.vector.clone() },
+        };
         let mut line = crate::export::line(&l.record);
         if let Some(object) = line.as_object_mut() {
             // Reads are each machine's own; the tier and pruning too.
