@@ -662,3 +662,67 @@ fn mcp_search_abstains_and_points_at_the_archive() {
         "{archived}"
     );
 }
+
+#[test]
+fn mcp_search_and_recall_filter_by_origin() {
+    let store = TestStore::new();
+    let notes = [
+        json!({"id": "mine", "kind": "note", "title": "how to patch the staging nodes",
+               "content": "staging cluster: cordon and drain every node, then run the kernel upgrade script from the ops repo"}),
+        json!({"id": "theirs", "kind": "note", "title": "maintenance window for staging",
+               "content": "the kernel upgrade on staging needs a maintenance window agreed with the database team; drain cluster traffic to the standby region",
+               "sync": {"origin": "bo@desktop", "version": "1", "written_ms": 1}}),
+    ];
+    let lines: Vec<String> = notes.iter().map(Value::to_string).collect();
+    let file = store.write("notes.jsonl", (lines.join("\n") + "\n").as_bytes());
+    store.cmd().arg("add").arg(file).assert().success();
+    let mut server = Server::start(&store, &[]);
+    server.initialize();
+    let ids = |answer: &Value, key: &str| -> Vec<String> {
+        let mut ids: Vec<String> = answer["structuredContent"][key]
+            .as_array()
+            .map(|list| {
+                list.iter()
+                    .filter_map(|r| r["id"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        ids.sort();
+        ids
+    };
+    let query = |origin: Option<&str>| {
+        let mut args =
+            json!({"query": "staging cluster kernel upgrade drain", "minScore": 0, "project": "*"});
+        if let Some(o) = origin {
+            args["origin"] = json!(o);
+        }
+        args
+    };
+    assert_eq!(
+        ids(&server.tool("memory_search", query(None)), "results"),
+        ["mine", "theirs"]
+    );
+    assert_eq!(
+        ids(
+            &server.tool("memory_search", query(Some("bo@desktop"))),
+            "results"
+        ),
+        ["theirs"]
+    );
+    assert_eq!(
+        ids(
+            &server.tool("memory_search", query(Some("local"))),
+            "results"
+        ),
+        ["mine"]
+    );
+    let recalled = server.tool(
+        "memory_recall",
+        json!({"prompt": "staging cluster kernel upgrade drain", "project": "*", "origin": "nobody@nowhere"}),
+    );
+    assert_eq!(
+        ids(&recalled, "memories"),
+        Vec::<String>::new(),
+        "{recalled}"
+    );
+}

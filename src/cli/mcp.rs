@@ -27,8 +27,8 @@ Speaks the Model Context Protocol on stdin/stdout (logs go to stderr): protocol
 2025-11-25 (and older) by the initialize handshake, 2026-07-28 by server/discover
 and per-request _meta. Every tool declares an outputSchema. Tools:
   memory_search {query, maxResults? (1-100), minScore?, namespace?, session?, project?,
-                 tier?, format? (knowledge-db | openclaw)}
-  memory_recall {prompt, project?, session?, fromTurn?, exclude?}: the few memories
+                 origin?, tier?, format? (knowledge-db | openclaw)}
+  memory_recall {prompt, project?, namespace?, origin?, session?, fromTurn?, exclude?}: the few memories
                  confident enough to tell unasked (what the UserPromptSubmit hook injects)
   memory_get    {id | path, from?, lines?}
   memory_add    {records}

@@ -119,6 +119,9 @@ pub struct RecallRequest {
     pub project: Option<String>,
     /// The namespace searched (`None`: every namespace).
     pub namespace: Option<String>,
+    /// Only records of this origin (`local`, or a machine sync pulled
+    /// from); `None`: any.
+    pub origin: Option<String>,
     /// What the agent still holds: never recalled.
     pub live: Option<LiveContext>,
     /// Record ids already recalled in this session, or still in the
@@ -203,6 +206,7 @@ pub fn recall(
     let filters = Filters {
         namespace: request.namespace.clone(),
         project: request.project.clone(),
+        origin: request.origin.clone(),
         live: request.live.clone(),
         exclude_ids: request.already.iter().cloned().collect(),
         min_score: Some(0.0),

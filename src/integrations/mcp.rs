@@ -65,6 +65,9 @@ pub(crate) struct SearchArgs {
     /// for every project (default: the server's folder's project when the
     /// store holds records of it, else every project)
     pub project: Option<String>,
+    /// Only records written by this origin: "local" (this store's own) or a
+    /// machine sync pulled from (default: any)
+    pub origin: Option<String>,
     /// Tiers to search: "l2" (the searchable store, default), "l3" (the archive)
     /// or "all" (both, ranked together by BM25)
     pub tier: Option<TierArg>,
@@ -143,6 +146,8 @@ pub(crate) struct RecallArgs {
     pub exclude: Option<Vec<String>>,
     /// Namespace to recall from ("*" = all; default: the server's --namespace, else all)
     pub namespace: Option<String>,
+    /// Only records written by this origin: "local" or a machine sync pulled from (default: any)
+    pub origin: Option<String>,
 }
 
 /// The server: the warm service plus where the QMD collections are listed.
@@ -194,6 +199,7 @@ impl MemoryServer {
             }),
             mode: None,
             project: args.project,
+            origin: args.origin,
         };
         let service = Arc::clone(&self.service);
         blocking(move || {
@@ -318,6 +324,7 @@ impl MemoryServer {
                 prompt: args.prompt,
                 project: args.project,
                 namespace: args.namespace,
+                origin: args.origin,
                 live: args.session.map(|session| crate::search::LiveContext {
                     session,
                     from_turn: args.from_turn.unwrap_or(0),

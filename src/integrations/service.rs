@@ -87,6 +87,9 @@ pub struct SearchRequest {
     /// it, else every project); `Some("*")` every project; else that project
     /// (a folder: its git root).
     pub project: Option<String>,
+    /// Only records written by this origin: `local` (this store's own) or
+    /// the name of a machine sync pulled from; `None`: any.
+    pub origin: Option<String>,
 }
 
 /// A record with, for a segment or task, a page of its raw messages.
@@ -257,6 +260,7 @@ impl MemoryService {
             namespace,
             project,
             session: request.session.clone(),
+            origin: request.origin.clone(),
             tier: request.tier.unwrap_or_default(),
             min_score: request.min_score,
             ..Filters::default()

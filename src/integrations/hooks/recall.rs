@@ -131,6 +131,7 @@ pub fn user_prompt_submit(store_root: &Path, input: &HookInput) -> Result<Recall
         prompt: prompt.to_string(),
         project: report.project.clone(),
         namespace: None,
+        origin: None,
         live: Some(LiveContext {
             session: input.session_id.clone(),
             from_turn: live_from.unwrap_or(0),
