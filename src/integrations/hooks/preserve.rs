@@ -160,8 +160,8 @@ fn summary_line(id: &str, record: &Value) -> String {
 ///
 /// `cwd` comes from the hook input, so the repository may be anyone's: git
 /// runs with every program a repository's config can start turned off (see
-/// [`git_command`]), in its own process group, killed with its children when
-/// the time is up, and its output is read up to [`GIT_MAX_OUTPUT`].
+/// `git_command`), in its own process group, killed with its children when
+/// the time is up, and its output is read up to `GIT_MAX_OUTPUT`.
 pub fn git_diff_stat(cwd: &Path) -> Option<String> {
     if !cwd.is_dir() {
         return None;
