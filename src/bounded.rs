@@ -132,11 +132,26 @@ pub fn read_whole(path: &Path, limit: Limit, gunzip: bool) -> Result<Vec<u8>> {
 /// gives more than `limit` bytes; `over` starts the message ("it decompresses
 /// to", "stdin holds").
 pub fn read_to_limit(reader: impl Read, path: &Path, limit: Limit, over: &str) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
-    reader
-        .take(limit.bytes.saturating_add(1))
-        .read_to_end(&mut out)
-        .map_err(|e| Error::io(path, e))?;
+    // The buffer grows by doubling, but never past the limit (plus the one
+    // byte that says the input goes on): `read_to_end` would double a
+    // 256 MiB buffer to 512 MiB to learn that a gzip bomb is over the limit.
+    let cap = usize::try_from(limit.bytes.saturating_add(1)).unwrap_or(usize::MAX);
+    let mut reader = reader.take(cap as u64);
+    let mut out: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        if out.len() + n > out.capacity() {
+            let want = (out.capacity() * 2).max(out.len() + n).min(cap);
+            out.reserve_exact(want - out.len());
+        }
+        out.extend_from_slice(&chunk[..n]);
+    }
     if out.len() as u64 > limit.bytes {
         return Err(limit.exceeded(
             path,
