@@ -873,7 +873,7 @@ fn the_documented_roles_decide_who_reads_and_writes() {
         .batch_execute(&format!(
             "CREATE EXTENSION vector;
              REVOKE ALL ON DATABASE {name} FROM PUBLIC;
-             GRANT CONNECT, CREATE ON DATABASE {name} TO {team};
+             GRANT CONNECT, CREATE, TEMPORARY ON DATABASE {name} TO {team};
              GRANT CREATE, USAGE ON SCHEMA public TO {team};
              GRANT CONNECT ON DATABASE {name} TO {auditor};
              GRANT USAGE ON SCHEMA public TO {auditor};",
