@@ -740,3 +740,202 @@ fn an_unreachable_server_does_not_stop_the_upkeep_and_it_backs_off() {
     upkeep(&a).wait_with_output().unwrap();
     assert_eq!(a.json(&["sync", "--status"])["failures"], 2);
 }
+
+/// `[sync] share = ["project:PATH"]`: two real Claude Code sessions ingested on
+/// one machine, one worked in a shared repository (in a subfolder: the project
+/// is the git root), one in another repository. Every record of the shared
+/// project reaches Postgres; none of the other's does, not even its folder's
+/// name or its session id in a `pg_dump`; a second machine pulls exactly the
+/// shared project.
+#[test]
+fn only_the_shared_projects_records_reach_postgres() {
+    let Some(pg) = pg() else { return };
+    let db = Db::new(&pg, "projects");
+    let folders = tempfile::tempdir().expect("tempdir");
+    let repo = |name: &str, sub: &str| {
+        let root = folders.path().join(name);
+        std::fs::create_dir_all(root.join(".git")).expect("repo");
+        std::fs::create_dir_all(root.join(sub)).expect("subfolder");
+        (
+            root.display().to_string(),
+            root.join(sub).display().to_string(),
+        )
+    };
+    let (api, api_cwd) = repo("api", "src/handlers");
+    let (unshared, unshared_cwd) = repo("payroll-internal", "docs");
+
+    let a = machine("ana@laptop", &format!("[\"project:{api}/\"]"));
+    let b = machine("bo@desktop", "[]");
+    let mut rng = secrets::Rng::from_time();
+    let planted = secrets::planted(&mut rng);
+    for (session, cwd) in [("sess-api", &api_cwd), ("sess-payroll", &unshared_cwd)] {
+        let marker = format!("Privet Drive {}", rng.between(100, 999));
+        let jsonl = secrets::claude_code_session(session, &planted, &marker)
+            .replace("/home/dev/project", cwd);
+        let path = a.write(&format!("{session}.jsonl"), jsonl.as_bytes());
+        a.json(&[
+            "ingest",
+            path.to_str().expect("utf-8 path"),
+            "--embed",
+            "later",
+        ]);
+    }
+    let local = contents(&a);
+    let of = |project: &str| -> Vec<String> {
+        local
+            .iter()
+            .filter(|(_, s)| s["project"] == project)
+            .map(|(id, _)| id.clone())
+            .collect()
+    };
+    let (api_ids, unshared_ids) = (of(&api), of(&unshared));
+    assert!(
+        !api_ids.is_empty() && !unshared_ids.is_empty(),
+        "both sessions made records with their git root as project: {local:?}"
+    );
+    assert_eq!(api_ids.len() + unshared_ids.len(), local.len());
+
+    let pushed = sync(&a, &db);
+    assert_eq!(pushed["pushed"], api_ids.len(), "{pushed}");
+    let projects: Vec<(Option<String>, i64)> = db
+        .client()
+        .query(
+            "SELECT project, count(*) FROM kdb_records GROUP BY project",
+            &[],
+        )
+        .expect("query")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(projects, vec![(Some(api.clone()), api_ids.len() as i64)]);
+    assert_eq!(db.live_ids(), api_ids);
+    let dump = db.dump();
+    assert!(dump.contains("sess-api"), "the shared session is there");
+    for absent in ["payroll-internal", "sess-payroll"] {
+        assert!(!dump.contains(absent), "{absent} reached Postgres");
+    }
+
+    let pulled = sync(&b, &db);
+    assert_eq!(pulled["pulled"], api_ids.len(), "{pulled}");
+    assert_eq!(contents(&b).into_keys().collect::<Vec<_>>(), api_ids);
+}
+
+/// Login roles made by a test, dropped after its database.
+struct Roles {
+    admin: String,
+    names: Vec<String>,
+}
+
+impl Drop for Roles {
+    fn drop(&mut self) {
+        if let Ok(mut admin) = postgres::Client::connect(&self.admin, postgres::NoTls) {
+            for name in self.names.iter().rev() {
+                let _ = admin.batch_execute(&format!("DROP ROLE IF EXISTS {name}"));
+            }
+        }
+    }
+}
+
+/// docs/sync.md's SQL for a team's database, run as written: members (in a
+/// group role) sync both ways, the first one creating the tables; a read-only
+/// member pulls everything but cannot push; a role outside the team cannot
+/// connect at all.
+#[test]
+fn the_documented_roles_decide_who_reads_and_writes() {
+    let Some(pg) = pg() else { return };
+    let pid = std::process::id();
+    let [team, ana, bo, auditor, stranger] =
+        ["team", "ana", "bo", "auditor", "stranger"].map(|r| format!("kdb_{r}_{pid}"));
+    let _roles = Roles {
+        admin: pg.admin.clone(),
+        names: vec![
+            team.clone(),
+            ana.clone(),
+            bo.clone(),
+            auditor.clone(),
+            stranger.clone(),
+        ],
+    };
+    let mut admin = postgres::Client::connect(&pg.admin, postgres::NoTls).expect("admin");
+    admin
+        .batch_execute(&format!(
+            "CREATE ROLE {team} NOLOGIN;
+             CREATE ROLE {ana} LOGIN IN ROLE {team};
+             CREATE ROLE {bo} LOGIN IN ROLE {team};
+             CREATE ROLE {auditor} LOGIN;
+             CREATE ROLE {stranger} LOGIN;"
+        ))
+        .expect("roles");
+    let db = Db::new(&pg, "roles");
+    let as_role = |role: &str| db.url.replacen("postgres@", &format!("{role}@"), 1);
+    let mut owner = db.client();
+    owner
+        .batch_execute(&format!(
+            "CREATE EXTENSION vector;
+             REVOKE ALL ON DATABASE {name} FROM PUBLIC;
+             GRANT CONNECT, CREATE, TEMPORARY ON DATABASE {name} TO {team};
+             GRANT CREATE, USAGE ON SCHEMA public TO {team};
+             GRANT CONNECT ON DATABASE {name} TO {auditor};
+             GRANT USAGE ON SCHEMA public TO {auditor};",
+            name = db.name
+        ))
+        .expect("database grants");
+
+    let a = machine("ana@laptop", "[\"team\"]");
+    let b = machine("bo@desktop", "[\"team\"]");
+    add(
+        &a,
+        &[("a1", "team", "the release branch is cut on Thursdays")],
+    );
+    add(
+        &b,
+        &[("b1", "team", "the release notes live in CHANGELOG.md")],
+    );
+    let first = a.json(&["sync", "--url", &as_role(&ana)]);
+    assert_eq!(first["pushed"], 1, "{first}");
+    // After the first sync created the tables (owned by ana):
+    owner
+        .batch_execute(&format!(
+            "GRANT SELECT, INSERT, UPDATE ON kdb_records, kdb_meta TO {team};
+             GRANT USAGE ON SEQUENCE kdb_seq TO {team};
+             GRANT SELECT ON kdb_records, kdb_meta TO {auditor};"
+        ))
+        .expect("table grants");
+    let second = b.json(&["sync", "--url", &as_role(&bo)]);
+    assert_eq!(
+        (second["pushed"].as_u64(), second["pulled"].as_u64()),
+        (Some(1), Some(1)),
+        "{second}"
+    );
+
+    // Read-only: pulls everything, and its own records cannot be pushed.
+    let reader = machine("ci@runner", "[]");
+    let read = reader.json(&["sync", "--url", &as_role(&auditor)]);
+    assert_eq!(read["pulled"], 2, "{read}");
+    let writer = machine("ci@runner", "[\"team\"]");
+    add(
+        &writer,
+        &[("ci1", "team", "a note the auditor must not publish")],
+    );
+    let refused = writer
+        .cmd()
+        .args(["sync", "--url", &as_role(&auditor)])
+        .output()
+        .expect("sync");
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("permission denied"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    // Outside the team: no connection.
+    let outsider = machine("eve@elsewhere", "[]");
+    let shut = outsider
+        .cmd()
+        .args(["sync", "--url", &as_role(&stranger)])
+        .output()
+        .expect("sync");
+    assert_eq!(shut.status.code(), Some(1), "{shut:?}");
+    assert!(contents(&outsider).is_empty());
+    assert_eq!(db.live_ids(), vec!["a1".to_string(), "b1".to_string()]);
+}

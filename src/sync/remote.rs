@@ -101,16 +101,33 @@ impl Remote {
             .map_err(failed("starting a transaction"))?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_KEY])
             .map_err(failed("waiting for the sync lock"))?;
-        ensure_vector_extension(&mut tx)?;
-        if let Some(name) = schema {
-            tx.batch_execute(&format!(
-                "CREATE SCHEMA IF NOT EXISTS {}",
-                quote_ident(name)
-            ))
-            .map_err(failed("creating the schema"))?;
+        // Tables already there are not created again: `CREATE … IF NOT
+        // EXISTS` checks the CREATE privilege first, and a member who may
+        // only read (or only read and write rows) must still be able to sync.
+        let tables: Vec<String> = ["kdb_seq", "kdb_records", "kdb_meta"]
+            .iter()
+            .map(|table| format!("{prefix}{table}"))
+            .collect();
+        let present: bool = tx
+            .query_one(
+                "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL \
+                 AND to_regclass($3) IS NOT NULL",
+                &[&tables[0], &tables[1], &tables[2]],
+            )
+            .map_err(failed("looking for the sync tables"))?
+            .get(0);
+        if !present {
+            ensure_vector_extension(&mut tx)?;
+            if let Some(name) = schema {
+                tx.batch_execute(&format!(
+                    "CREATE SCHEMA IF NOT EXISTS {}",
+                    quote_ident(name)
+                ))
+                .map_err(failed("creating the schema"))?;
+            }
+            tx.batch_execute(&create_tables(&prefix))
+                .map_err(failed("creating the sync tables"))?;
         }
-        tx.batch_execute(&create_tables(&prefix))
-            .map_err(failed("creating the sync tables"))?;
         let found: String = tx
             .query_one(
                 &format!("SELECT value FROM {prefix}kdb_meta WHERE key = 'schema_version'"),
