@@ -145,6 +145,14 @@ pub struct Hit {
     pub kind: Kind,
     /// The record's namespace.
     pub namespace: String,
+    /// The record's project (see `crate::record::project`); absent when it
+    /// has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// Who wrote it when it was pulled from a team's shared memory; absent
+    /// for the store's own records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
     /// The score results are ranked by (the fused score).
     pub score: f32,
     /// Each retriever's score and rank.
@@ -1367,6 +1375,8 @@ pub(crate) fn hit(
         id: record.id,
         kind: record.kind,
         namespace: record.namespace,
+        project: f.project,
+        origin: f.origin,
         score: fused.score,
         scores: ScoreParts {
             bm25: fused.bm25.map(|(s, _)| s),
