@@ -123,7 +123,10 @@ try {
 
   const sessions = await page.evaluate(async () => (await (await fetch("api/sessions?limit=25")).json()).total);
   result.sessions = sessions;
-  result.records = await page.evaluate(async () => (await (await fetch("api/info")).json()).records);
+  const info = await page.evaluate(async () => (await fetch("api/info")).json());
+  result.records = info.records;
+  result.vector = info.vector;
+  result.projects = await page.evaluate(async () => (await (await fetch("api/groups")).json()).groups.length);
   console.log(JSON.stringify(result, null, 2));
 } finally {
   await context.close();

@@ -263,6 +263,7 @@ fn answers_are_the_librarys_and_bounded() {
     assert_eq!(record["vector"], if embedded { "full" } else { "none" });
     assert_eq!(record["tier"], "l2");
     assert_eq!(record["record"]["source"]["segment_id"], "seg-auth-0001");
+    assert_eq!(record["provenance"], Value::Null, "added, not ingested");
     let (status, missing) = ui.get("api/record?id=no-such-record");
     assert_eq!(status, 404);
     assert!(missing["error"]
@@ -289,6 +290,115 @@ fn answers_are_the_librarys_and_bounded() {
     let (status, bad) = ui.get("api/search?q=a&since=someday");
     assert_eq!(status, 400);
     assert!(bad["error"].as_str().unwrap_or_default().contains("since"));
+}
+
+/// Messages of three sessions: one in project /work/alpha, one in
+/// /work/beta pulled from a teammate's machine, one of no project.
+fn scoped_records() -> String {
+    let rows = [
+        (
+            "alpha-session",
+            r#""project": "/work/alpha""#,
+            "the flaky zebrafish migration in alpha",
+        ),
+        (
+            "beta-session",
+            r#""project": "/work/beta", "sync": {"origin": "ana@laptop"}"#,
+            "the flaky zebrafish migration in beta",
+        ),
+        (
+            "loose-session",
+            r#""project": """#,
+            "the flaky zebrafish migration of no project",
+        ),
+    ];
+    rows.iter()
+        .enumerate()
+        .map(|(i, (session, scope, text))| {
+            format!(
+                r#"{{"kind": "message", "id": "scoped-{i}", "session_id": "{session}", "turn_index": 1, "role": "user", "text": "{text}", "timestamp": "2026-02-0{}T10:00:00Z", {scope}}}"#,
+                i + 1
+            ) + "\n"
+        })
+        .collect()
+}
+
+#[test]
+fn the_timeline_groups_by_project_and_search_filters_by_project_and_origin() {
+    let store = TestStore::new();
+    store.add_later("scoped.jsonl", scoped_records().as_bytes());
+    let ui = Ui::start(&store, &[]);
+
+    // Projects, newest first; "" is the group of sessions of no project.
+    let (status, groups) = ui.get("api/groups");
+    assert_eq!(status, 200, "{groups}");
+    assert_eq!(groups["group_by"], "project");
+    let names: Vec<&str> = groups["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .filter_map(|g| g["name"].as_str())
+        .collect();
+    assert_eq!(names, ["", "/work/beta", "/work/alpha"], "{groups}");
+    let sessions_of = |query: &str| -> Vec<String> {
+        let (status, page) = ui.get(&format!("api/sessions?{query}"));
+        assert_eq!(status, 200, "{page}");
+        page["sessions"]
+            .as_array()
+            .expect("sessions")
+            .iter()
+            .map(|s| s["session_id"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert_eq!(sessions_of("group=%2Fwork%2Falpha"), ["alpha-session"]);
+    assert_eq!(sessions_of("group="), ["loose-session"]);
+    assert_eq!(sessions_of("limit=10").len(), 3);
+
+    // The filters' choices.
+    let (_, scopes) = ui.get("api/scopes");
+    assert_eq!(scopes["projects"]["/work/alpha"], 1, "{scopes}");
+    assert_eq!(scopes["projects"][""], 1, "{scopes}");
+    assert_eq!(scopes["origins"]["ana@laptop"], 1, "{scopes}");
+    assert_eq!(scopes["origins"]["local"], 2, "{scopes}");
+    assert_eq!(scopes["namespaces"]["default"], 3, "{scopes}");
+
+    // A project's search holds its records and those of no project; hits
+    // name their project and origin.
+    let ids = |query: &str| -> Vec<String> {
+        let (status, answer) = ui.get(&format!("api/search?q=zebrafish&all=1{query}"));
+        assert_eq!(status, 200, "{answer}");
+        let mut ids: Vec<String> = answer["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|h| h["id"].as_str().unwrap_or_default().to_string())
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(ids(""), ["scoped-0", "scoped-1", "scoped-2"]);
+    assert_eq!(ids("&project=%2Fwork%2Falpha"), ["scoped-0", "scoped-2"]);
+    assert_eq!(ids("&origin=ana%40laptop"), ["scoped-1"]);
+    assert_eq!(ids("&origin=local"), ["scoped-0", "scoped-2"]);
+    let (_, answer) = ui.get("api/search?q=zebrafish%20beta&origin=ana%40laptop&all=1");
+    let hit = &answer["results"][0];
+    assert_eq!(
+        (&hit["project"], &hit["origin"]),
+        (&Value::from("/work/beta"), &Value::from("ana@laptop")),
+        "{answer}"
+    );
+
+    // The record view: project, origin, provenance.
+    let (_, record) = ui.get("api/record?id=scoped-1");
+    assert_eq!(record["project"], "/work/beta", "{record}");
+    assert_eq!(record["origin"], "ana@laptop", "{record}");
+    let (_, record) = ui.get("api/record?id=scoped-2");
+    assert_eq!(
+        (&record["project"], &record["origin"]),
+        (&Value::from(""), &Value::from("local")),
+        "{record}"
+    );
+    assert_eq!(record["provenance"], Value::Null, "{record}");
 }
 
 #[test]

@@ -145,6 +145,14 @@ pub struct Hit {
     pub kind: Kind,
     /// The record's namespace.
     pub namespace: String,
+    /// The record's project (see `crate::record::project`); absent when it
+    /// has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// Who wrote it when it was pulled from a team's shared memory; absent
+    /// for the store's own records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
     /// The score results are ranked by (the fused score).
     pub score: f32,
     /// Each retriever's score and rank.
@@ -155,14 +163,6 @@ pub struct Hit {
     pub snippet: String,
     /// Byte ranges of matched terms within `snippet`.
     pub highlights: Vec<(usize, usize)>,
-    /// The project it came from (the git root of its session's folder);
-    /// absent for a record of no project.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub project: Option<String>,
-    /// Who wrote it, when another machine did (`sync`); absent for this
-    /// store's own records.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub origin: Option<String>,
     /// The record's session, if it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
@@ -1375,6 +1375,10 @@ pub(crate) fn hit(
         id: record.id,
         kind: record.kind,
         namespace: record.namespace,
+        project: f.project.filter(|p| !p.is_empty()),
+        origin: f
+            .origin
+            .filter(|o| !o.is_empty() && o != crate::index::LOCAL_ORIGIN),
         score: fused.score,
         scores: ScoreParts {
             bm25: fused.bm25.map(|(s, _)| s),
@@ -1388,10 +1392,6 @@ pub(crate) fn hit(
         title: f.title,
         snippet: text,
         highlights,
-        project: f.project.filter(|p| !p.is_empty()),
-        origin: f
-            .origin
-            .filter(|o| !o.is_empty() && o != crate::index::LOCAL_ORIGIN),
         session_id: f.session_id,
         start_turn: f.start_turn,
         end_turn: f.end_turn,

@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 
 use super::Viewer;
 use crate::error::{Error, Result};
+use crate::index::{LOCAL_ORIGIN, NO_PROJECT};
 use crate::integrations::hooks::queue::all_queues;
 use crate::integrations::hooks::turns::{read_turns, TurnQuery, DEFAULT_MESSAGE_CHARS};
 use crate::integrations::hooks::{HookFiles, HookSettings};
@@ -117,8 +118,10 @@ pub fn info(viewer: &Viewer) -> Result<Reply> {
     })))
 }
 
-/// The search filters from parameters named as the CLI's flags: `namespace`
-/// (absent: every namespace), `session`, `kind`, `since`, `until` (dates, RFC
+/// The search filters from parameters named as the CLI's flags: `project`
+/// (absent: every project; records of no project are in every project's
+/// scope), `origin` (`local`, or the machine a pulled record came from),
+/// `namespace` (absent: every namespace), `session`, `kind`, `since`, `until` (dates, RFC
 /// 3339 times or ages such as `7d`), `file`, `tier` (`l2`, `l3`, `all`),
 /// `min_score`, `all` (weak results too).
 pub fn filters(params: &Params) -> Result<Filters> {
@@ -199,7 +202,8 @@ fn json_error(e: serde_json::Error) -> Error {
     Error::io("a viewer answer", std::io::Error::other(e))
 }
 
-/// `GET api/groups`: every group (namespace today) with its sessions counted.
+/// `GET api/groups`: every project (see [`GROUP_COLUMN`]; `""` for records of
+/// no project) with its sessions counted.
 pub fn groups(viewer: &Viewer) -> Result<Reply> {
     let engine = viewer.service.engine()?;
     let sessions = browse::sessions(engine.searcher())?;
@@ -211,12 +215,25 @@ pub fn groups(viewer: &Viewer) -> Result<Reply> {
     })))
 }
 
-/// `GET api/sessions?group=&offset=&limit=`: one page of a group's sessions
-/// (every group's when none is named), newest first.
+/// `GET api/scopes`: the projects, namespaces and origins of the live
+/// records, each with its records counted (for the search filters).
+pub fn scopes(viewer: &Viewer) -> Result<Reply> {
+    let engine = viewer.service.engine()?;
+    let counts = crate::index::ColumnCounts::of(engine.searcher())?;
+    Ok(Reply::ok(json!({
+        "projects": counts.by_project,
+        "namespaces": counts.by_namespace,
+        "origins": counts.by_origin,
+    })))
+}
+
+/// `GET api/sessions?group=&offset=&limit=`: one page of a project's
+/// sessions, newest first. `group` absent: every project's; `group=` (empty):
+/// the sessions of no project.
 pub fn sessions(viewer: &Viewer, params: &Params) -> Result<Reply> {
     let offset = number(params, "offset", 0, u64::from(u32::MAX))? as usize;
     let limit = number(params, "limit", 25, MAX_SESSIONS_PAGE as u64)?.max(1) as usize;
-    let group = text(params, "group");
+    let group = params.get("group").map(|g| g.trim());
     let engine = viewer.service.engine()?;
     let all = browse::sessions(engine.searcher())?;
     let matching: Vec<_> = all
@@ -394,8 +411,10 @@ fn clip(text: &str, max: usize) -> String {
     }
 }
 
-/// `GET api/record?id=`: the record's JSON, tier, access count and the reads
-/// the access log still holds, its vector state and where it came from.
+/// `GET api/record?id=`: the record's JSON, project, origin (`local`, or the
+/// machine it was pulled from), tier, access count and the reads the access
+/// log still holds, its vector state and its provenance (the transcript file
+/// and line and the flow that stored it).
 pub fn record(viewer: &Viewer, params: &Params) -> Result<Reply> {
     let id = required(params, "id")?;
     let store = viewer.service.store();
@@ -429,15 +448,15 @@ pub fn record(viewer: &Viewer, params: &Params) -> Result<Reply> {
             }),
         ),
     };
-    let origin = record.source.get("origin").cloned().unwrap_or(Value::Null);
+    let provenance = record.source.get("origin").cloned().unwrap_or(Value::Null);
     Ok(Reply::ok(json!({
         "id": record.id,
         "kind": record.kind,
         "namespace": record.namespace,
+        "project": record.fields.project.as_deref().unwrap_or(NO_PROJECT),
+        "origin": record.fields.origin.as_deref().unwrap_or(LOCAL_ORIGIN),
         "tier": record.tier.as_str(),
         "citation": record.citation(),
-        "project": record.fields.project,
-        "written_by": record.fields.origin.as_deref().filter(|o| *o != crate::index::LOCAL_ORIGIN),
         "session_id": record.fields.session_id,
         "start_turn": record.fields.start_turn,
         "end_turn": record.fields.end_turn,
@@ -448,7 +467,7 @@ pub fn record(viewer: &Viewer, params: &Params) -> Result<Reply> {
         },
         "vector": vector,
         "archived": archived,
-        "origin": origin,
+        "provenance": provenance,
         "record": serde_json::to_value(record).map_err(json_error)?,
     })))
 }
@@ -561,6 +580,8 @@ mod tests {
     fn filters_read_the_clis_flags_and_name_a_bad_one() {
         let f = filters(&params(&[
             ("namespace", "proj"),
+            ("project", "/work/alpha"),
+            ("origin", "ana@laptop"),
             ("kind", "segment"),
             ("since", "2026-01-05"),
             ("file", "oauth2.py"),
@@ -569,12 +590,22 @@ mod tests {
         ]))
         .expect("filters");
         assert_eq!(f.namespace.as_deref(), Some("proj"));
+        assert_eq!(f.project.as_deref(), Some("/work/alpha"));
+        assert_eq!(f.origin.as_deref(), Some("ana@laptop"));
         assert_eq!(f.kind, Some(Kind::Segment));
         assert_eq!(f.since, crate::record::parse::parse_time("2026-01-05"));
         assert_eq!(f.tier, TierFilter::All);
         assert_eq!(f.min_score, Some(0.0));
-        let blank = filters(&params(&[("namespace", " "), ("session", "")])).expect("blank");
-        assert_eq!((blank.namespace, blank.session), (None, None));
+        let blank = filters(&params(&[
+            ("namespace", " "),
+            ("session", ""),
+            ("project", ""),
+        ]))
+        .expect("blank");
+        assert_eq!(
+            (blank.namespace, blank.session, blank.project),
+            (None, None, None)
+        );
         for (name, value) in [
             ("kind", "page"),
             ("since", "yesterday-ish"),

@@ -160,6 +160,7 @@ fn router(shared: AppState) -> Router {
         .route(&at("/api/info"), get(info))
         .route(&at("/api/search"), get(search))
         .route(&at("/api/groups"), get(groups))
+        .route(&at("/api/scopes"), get(scopes))
         .route(&at("/api/sessions"), get(sessions))
         .route(&at("/api/session"), get(session))
         .route(&at("/api/turns"), get(turns))
@@ -302,6 +303,10 @@ async fn search(State(s): State<AppState>, Query(p): Query<Params>) -> Response 
 
 async fn groups(State(s): State<AppState>) -> Response {
     answer(s, api::groups).await
+}
+
+async fn scopes(State(s): State<AppState>) -> Response {
+    answer(s, api::scopes).await
 }
 
 async fn sessions(State(s): State<AppState>, Query(p): Query<Params>) -> Response {

@@ -11,7 +11,7 @@
 //   KNOWLEDGE_DB_BIN      the binary (default target/debug/knowledge-db)
 //   KDB_CHROMIUM          the browser (default /usr/bin/chromium)
 //   KDB_PLAYWRIGHT_CORE   playwright-core's folder (default in the clients cache)
-//   KDB_SHARED_EVAL       the evaluation data (default ../shared/eval beside the checkout)
+//   KDB_SHARED_EVAL       the evaluation data (default ../shared/eval beside the checkout, or ../../shared/eval)
 //   KDB_UI_SESSIONS       sessions to ingest (default 30; 288 is all of them)
 //   KDB_UI_STORE          build the store there (kept) or reuse it if it exists
 //   KDB_UI_SCREENSHOTS    folder for the screenshots (default: a temporary one)
@@ -32,7 +32,11 @@ const BIN = process.env.KNOWLEDGE_DB_BIN || join(repo, "target/debug/knowledge-d
 const CHROMIUM = process.env.KDB_CHROMIUM || "/usr/bin/chromium";
 const CLIENTS = process.env.KDB_CLIENTS_DIR || join(process.env.HOME || "/root", ".cache/knowledge-db/clients");
 const PLAYWRIGHT = process.env.KDB_PLAYWRIGHT_CORE || join(CLIENTS, "playwright/node_modules/playwright-core");
-const EVAL = process.env.KDB_SHARED_EVAL || join(repo, "..", "shared/eval");
+// ../shared beside the checkout; ../../shared from a worktree under wt/.
+const EVAL =
+  process.env.KDB_SHARED_EVAL ||
+  [join(repo, "..", "shared/eval"), join(repo, "..", "..", "shared/eval")].find(existsSync) ||
+  join(repo, "..", "shared/eval");
 const TRANSCRIPTS = join(EVAL, "transcripts/claude-code-entire-cli");
 const SESSIONS = Number(process.env.KDB_UI_SESSIONS || 30);
 const SKIP = process.env.KDB_CLIENT_TESTS === "skip" ? "Chromium and playwright-core could not be installed (apt/npm unreachable)" : false;
@@ -145,6 +149,13 @@ function request(port, path, { method = "GET", headers = {}, body } = {}) {
   });
 }
 
+/** A screenshot into `shots`, its time added to the timings. */
+async function shot(options) {
+  const started = Date.now();
+  await page.screenshot(options);
+  timings.screenshots = (timings.screenshots || 0) + Date.now() - started;
+}
+
 let chromium;
 let readOnly;
 let context;
@@ -165,7 +176,7 @@ before(async () => {
     executablePath: CHROMIUM,
     headless: true,
     args: BROWSER_FLAGS,
-    viewport: { width: 1280, height: 960 },
+    viewport: { width: 1280, height: 800 },
   });
   page = context.pages()[0] || (await context.newPage());
   page.on("pageerror", (e) => console.error(`page error: ${e.message}`));
@@ -226,11 +237,28 @@ test("search: hits with their score parts, and the abstention", { skip: SKIP }, 
     await (await fetch("api/search?q=hook%20timeout&k=20")).json();
     return performance.now() - t;
   });
+  // Each hit names its project (the git root of the session's folder: every
+  // real session has one) and its origin (local: nothing was pulled).
+  const projects = await page.locator("[data-testid=hit] .hit-meta .project").allInnerTexts();
+  assert.ok(projects.length === hits && projects.every((p) => p.startsWith("/")), projects.join(", "));
+  const origins = await page.locator("[data-testid=hit] .hit-meta .origin").allInnerTexts();
+  assert.deepEqual([...new Set(origins)], ["local"]);
   await page.locator("[data-testid=hit] details.why summary").first().click();
   const why = await page.locator("[data-testid=hit] details.why table").first().innerText();
   assert.match(why, /BM25 \(words\)/);
   assert.match(why, /rank 1|rank \d+/);
-  await page.screenshot({ path: join(shots, "viewer-search.png") });
+  await shot({ path: join(shots, "viewer-search.png") });
+
+  // The project filter offers the projects; one narrows the hits to it.
+  const offered = await page.locator("select[name=project] option").evaluateAll((os) => os.map((o) => o.value));
+  assert.ok(offered.includes(projects[0]), `${projects[0]} not offered: ${offered.join(", ")}`);
+  await page.selectOption("select[name=project]", projects[0]);
+  await page.click("form.search button[type=submit]");
+  await page.waitForFunction(() => location.hash.includes("project="));
+  await page.waitForSelector("[data-testid=hit]");
+  const scoped = await page.locator("[data-testid=hit] .hit-meta .project").allInnerTexts();
+  assert.deepEqual([...new Set(scoped)], [projects[0]]);
+  await page.selectOption("select[name=project]", "");
 
   // A filter narrows the hits to one kind.
   await page.selectOption("select[name=kind]", "message");
@@ -256,14 +284,16 @@ test("a result opens its record: JSON, tier, access count, vector state, provena
   await page.locator("[data-testid=hit] .title a").first().click();
   await page.waitForSelector("[data-testid=record]");
   assert.match(page.url(), /#\/record\?id=/);
-  const origin = await page.locator("[data-testid=origin]").innerText();
-  assert.match(origin, /\.jsonl line \d+ \(claude-code, via ingest\)/);
+  const provenance = await page.locator("[data-testid=provenance]").innerText();
+  assert.match(provenance, /\.jsonl line \d+ \(claude-code, via ingest\)/);
+  assert.match(await page.locator("[data-testid=project]").innerText(), /^\/\S+/);
+  assert.match(await page.locator("[data-testid=origin]").innerText(), /^local/);
   assert.match(await page.locator("[data-testid=vector-state]").innerText(), /^(none|draft|full)$/);
   // The search and this read were logged: the count shows them.
   assert.match(await page.locator("[data-testid=access-count]").innerText(), /^[1-9]/);
   const json = JSON.parse(await page.locator("pre.json").innerText());
   assert.equal(json.kind, "message");
-  await page.screenshot({ path: join(shots, "viewer-record.png") });
+  await shot({ path: join(shots, "viewer-record.png") });
 });
 
 test("the timeline walks from a session's summary to its raw turns", { skip: SKIP }, async () => {
@@ -275,6 +305,13 @@ test("the timeline walks from a session's summary to its raw turns", { skip: SKI
   await page.waitForSelector("[data-testid=sessions] a");
   // Lazy: the first page of sessions only.
   assert.ok((await page.locator("[data-testid=sessions] a").count()) <= 25);
+  // Projects → sessions: the session's project lists it (and only its own).
+  const projects = await page.locator("[data-testid=projects] a[data-project]").evaluateAll((as) => as.map((a) => a.dataset.project));
+  assert.ok(projects.length > 1 && projects.includes(withSummary.group), projects.join(", "));
+  await page.click(`[data-testid=projects] a[data-project="${withSummary.group}"]`);
+  await page.waitForFunction(() => location.hash.includes("group="));
+  const { total } = await (await fetch(`${readOnly.url}api/sessions?group=${encodeURIComponent(withSummary.group)}`)).json();
+  await page.waitForSelector(`[data-testid=sessions][data-group="${withSummary.group}"][data-total="${total}"]`);
   let link = page.locator(`[data-session="${withSummary.session_id}"]`);
   while (!(await link.count())) {
     await page.click("button.more");
@@ -295,7 +332,7 @@ test("the timeline walks from a session's summary to its raw turns", { skip: SKI
   const folded = await page.locator("[data-testid=turns] details.message.tool").count();
   const open = await page.locator("[data-testid=turns] div.message").count();
   assert.ok(folded + open > 0);
-  await page.screenshot({ path: join(shots, "viewer-timeline.png") });
+  await shot({ path: join(shots, "viewer-timeline.png") });
 });
 
 test("the health page shows stats, vectors, upkeep, the last verify, queues and hook errors", { skip: SKIP }, async () => {
@@ -309,8 +346,12 @@ test("the health page shows stats, vectors, upkeep, the last verify, queues and 
   assert.match(await page.locator("[data-testid=vectors]").innerText(), /waiting/);
   assert.match(await page.locator("[data-testid=upkeep]").innerText(), /not running|running/);
   assert.ok((await page.locator("[data-testid=queues] tr").count()) > 1, "no compression queue listed");
+  const byProject = await page.locator("[data-testid=by-project]").innerText();
+  assert.ok(Object.keys(stats.by_project).every((p) => byProject.includes(p || "(no project)")), byProject);
   assert.match(await page.locator("[data-testid=hook-log]").innerText(), /broken-session error: .*No such file/);
-  await page.screenshot({ path: join(shots, "viewer-health.png"), fullPage: false });
+  // The whole page down to the hook log and the first queues (at most 1400 px).
+  const height = Math.min(1400, await page.evaluate(() => document.documentElement.scrollHeight));
+  await shot({ path: join(shots, "viewer-health.png"), fullPage: true, clip: { x: 0, y: 0, width: 1280, height } });
 });
 
 test("deletes need --allow-delete, a confirmation and the page's own origin", { skip: SKIP }, async () => {

@@ -1,7 +1,7 @@
 // The four views: Search, Timeline, Record, Health. Each loads what it
 // shows through the API (lib.js), a page at a time.
 import { useEffect, useState } from "./vendor/hooks.mjs";
-import { api, go, href, html, post } from "./lib.js";
+import { api, filled, go, href, html, post, projectName } from "./lib.js";
 
 // ---- small pieces -------------------------------------------------------
 
@@ -65,25 +65,16 @@ async function confirmDelete(what, body, done, setError) {
   }
 }
 
-/// A project's path shown by its last two folders (`entireio/cli`); the
-/// whole path is the title.
-function projectName(path) {
-  const parts = path.split("/").filter(Boolean);
-  return parts.length > 2 ? "…/" + parts.slice(-2).join("/") : path;
-}
-
 // ---- Search -------------------------------------------------------------
-
-const FILTERS = ["project", "namespace", "session", "kind", "since", "until", "file", "tier"];
 
 export function SearchView({ info, params }) {
   const [form, setForm] = useState(params);
   const [answer, setAnswer] = useState(null);
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
-  const [groups, setGroups] = useState([]);
+  const [scopes, setScopes] = useState({ projects: {}, namespaces: {}, origins: {} });
   useEffect(() => {
-    api("groups").then((g) => setGroups(g.groups), () => {});
+    api("scopes").then(setScopes, () => {});
   }, []);
   useEffect(() => {
     setForm(params);
@@ -101,7 +92,7 @@ export function SearchView({ info, params }) {
   const submit = (event) => {
     event.preventDefault();
     performance.mark("kdb:search-submit");
-    go("search", form);
+    go("search", filled(form));
   };
   // The page marks its own timings (User Timing): scripts/ui-measure.mjs reads them.
   useEffect(() => performance.mark("kdb:search-view"), []);
@@ -118,13 +109,9 @@ export function SearchView({ info, params }) {
         <button type="submit" disabled=${busy}>${busy ? "Searching…" : "Search"}</button>
       </div>
       <div class="filters">
-        <label>project
-          <select name="project" value=${form.project || ""} onChange=${set("project")}>
-            <option value="">all</option>
-            ${groups.filter((g) => g.name).map((g) => html`<option value=${g.name}>${projectName(g.name)}</option>`)}
-          </select>
+        <label title="records of no project are found from every project">project
+          <${ScopeSelect} name="project" value=${form.project} counts=${scopes.projects} all="all" onChange=${set("project")} />
         </label>
-        <label>namespace <input name="namespace" value=${form.namespace || ""} onInput=${set("namespace")} placeholder="all" size="9" /></label>
         <label>session <input name="session" value=${form.session || ""} onInput=${set("session")} placeholder="id" /></label>
         <label>kind
           <select name="kind" value=${form.kind || ""} onChange=${set("kind")}>
@@ -140,12 +127,29 @@ export function SearchView({ info, params }) {
             <option value="l2">l2 (store)</option><option value="l3">l3 (archive)</option><option value="all">all</option>
           </select>
         </label>
+        <label title="local: this store's own; else the machine a record was pulled from">origin
+          <${ScopeSelect} name="origin" value=${form.origin} counts=${scopes.origins} all="any" onChange=${set("origin")} />
+        </label>
+        <label>namespace
+          <${ScopeSelect} name="namespace" value=${form.namespace} counts=${scopes.namespaces} all="all" onChange=${set("namespace")} />
+        </label>
         <label class="check"><input type="checkbox" name="all" checked=${!!form.all} onChange=${set("all")} /> weak results too</label>
       </div>
     </form>
     <${Problem} error=${error} />
     ${answer && html`<${SearchAnswer} answer=${answer} />`}
   `;
+}
+
+/// A filter's choices: the values the live records hold, with their counts
+/// ("" — records of no project — is not a choice: every project's scope holds them).
+function ScopeSelect({ name, value, counts, all, onChange }) {
+  const names = Object.keys(counts || {}).filter((n) => n !== "");
+  if (value && !names.includes(value)) names.push(value);
+  return html`<select name=${name} value=${value || ""} onChange=${onChange}>
+    <option value="">${all}</option>
+    ${names.map((n) => html`<option value=${n}>${n}${counts[n] ? ` (${counts[n].toLocaleString()})` : ""}</option>`)}
+  </select>`;
 }
 
 function SearchAnswer({ answer }) {
@@ -179,9 +183,9 @@ function Hit({ hit }) {
       </div>
       <p class="snippet"><${Snippet} text=${hit.snippet} highlights=${hit.highlights} /></p>
       <div class="hit-meta">
-        <span title=${hit.project || "no project"}>${hit.project ? projectName(hit.project) : "no project"}</span>
-        ${hit.origin && html`<span class="badge origin" title="written by another machine (sync)">from ${hit.origin}</span>`}
-        ${hit.namespace !== "default" && html`<span>namespace ${hit.namespace}</span>`}
+        <span class="project" title="project">${projectName(hit.project)}</span>
+        <span class="origin" title="origin: who wrote it">${hit.origin || "local"}</span>
+        ${hit.namespace !== "default" && html`<span title="namespace">ns ${hit.namespace}</span>`}
         ${hit.session_id && html`<span>session <${SessionLink} session=${hit.session_id} group=${hit.project || ""} turn=${hit.start_turn} /></span>`}
         ${hit.start_turn !== undefined && hit.start_turn !== null && html`<span>turn ${hit.start_turn}${hit.end_turn !== hit.start_turn ? "–" + hit.end_turn : ""}</span>`}
         <span>${day(hit.timestamp)}</span>
@@ -212,18 +216,19 @@ export function TimelineView({ info, params }) {
   useEffect(() => {
     api("groups").then(setGroups, (e) => setError(e.message));
   }, []);
-  const group = params.group || "";
+  // undefined: every project; "": the sessions of no project.
+  const group = params.group;
   return html`
     <div class="timeline">
       <aside class="groups">
-        <h2>${info.group_by === "project" ? "Projects" : "Namespaces"}</h2>
+        <h2>Projects</h2>
         <${Problem} error=${error} />
         ${groups && html`
-          <ul>
-            <li class=${group === "" ? "active" : ""}><a href=${href("timeline")}>all <small>${groups.sessions} sessions</small></a></li>
+          <ul data-testid="projects">
+            <li class=${group === undefined ? "active" : ""}><a href=${href("timeline")}>all <small>${groups.sessions} sessions</small></a></li>
             ${groups.groups.map(
-              (g) => html`<li class=${g.name && g.name === group ? "active" : ""}>
-                <a href=${href("timeline", { group: g.name })} title=${g.name || "records of no project"}>${g.name ? projectName(g.name) : "(no project)"}</a>
+              (g) => html`<li class=${g.name === group ? "active" : ""}>
+                <a href=${href("timeline", { group: g.name })} data-project=${g.name} class=${g.name ? "" : "no-project"}>${projectName(g.name)}</a>
                 <small>${g.sessions} sessions · ${g.records.toLocaleString()} records · ${day(g.last)}</small>
               </li>`,
             )}
@@ -245,7 +250,12 @@ function SessionList({ group, selected }) {
   const [error, setError] = useState(null);
   const load = (offset) =>
     api("sessions", { group, offset, limit: SESSION_PAGE }).then(
-      (page) => setPages((old) => ({ sessions: offset ? old.sessions.concat(page.sessions) : page.sessions, total: page.total })),
+      (page) =>
+        setPages((old) => ({
+          sessions: offset ? old.sessions.concat(page.sessions) : page.sessions,
+          total: page.total,
+          group: page.group,
+        })),
       (e) => setError(e.message),
     );
   useEffect(() => {
@@ -259,14 +269,14 @@ function SessionList({ group, selected }) {
   return html`
     <h2>Sessions ${pages.total !== null && html`<small>${pages.total}</small>`}</h2>
     <${Problem} error=${error} />
-    <ul class="sessions" data-testid="sessions">
+    <ul class="sessions" data-testid="sessions" data-group=${pages.group ?? "*"} data-total=${pages.total ?? ""}>
       ${pages.sessions.map((s) => {
         const d = day(s.last);
         const heading = d !== lastDay ? html`<li class="day">${d}</li>` : null;
         lastDay = d;
         return html`${heading}<li class=${s.session_id === selected ? "active" : ""}>
           <a href=${href("timeline", { group, session: s.session_id })} data-session=${s.session_id}>${short(s.session_id)}</a>
-          <small>${s.group} · ${s.records} records${s.by_kind.segment ? ` · ${s.by_kind.segment} segments` : ""}${s.by_kind.task ? ` · ${s.by_kind.task} tasks` : ""} · ${when(s.last).slice(11)}</small>
+          <small>${group === undefined ? projectName(s.group) + " · " : ""}${s.records} records${s.by_kind.segment ? ` · ${s.by_kind.segment} segments` : ""}${s.by_kind.task ? ` · ${s.by_kind.task} tasks` : ""} · ${when(s.last).slice(11)}</small>
         </li>`;
       })}
     </ul>
@@ -294,7 +304,7 @@ function Session({ info, session, group, from, to }) {
     </div>
     <${Problem} error=${error} />
     ${detail && html`<${Summaries} detail=${detail} session=${session} group=${group} />`}
-    <${Turns} key=${session + ":" + (from || 1) + ":" + (to || "")} session=${session} from=${from} to=${to} />
+    <${Turns} key=${session + ":" + (from || 1) + ":" + (to || "")} session=${session} group=${group} from=${from} to=${to} />
   `;
 }
 
@@ -339,7 +349,7 @@ function QueueLine({ queue }) {
 }
 
 /// A session's raw messages by turn, a page at a time; tool calls folded.
-function Turns({ session, from, to }) {
+function Turns({ session, group, from, to }) {
   const [page, setPage] = useState({ messages: [], next: null, meta: null });
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
@@ -362,7 +372,7 @@ function Turns({ session, from, to }) {
   let turn = null;
   return html`
     <h3 id="turns">Raw turns ${from ? html`<small>turns ${from}${to ? "–" + to : " on"}</small>` : ""}
-      ${(from || to) && html` <a href=${href("timeline", { session })} class="small all-turns">(show every turn)</a>`}</h3>
+      ${(from || to) && html` <a href=${href("timeline", { group, session })} class="small all-turns">(show every turn)</a>`}</h3>
     <${Problem} error=${error} />
     ${meta && html`<p class="hint">${meta.clock === "assistant"
       ? `Turns count the assistant's responses (the hooks' clock); ${meta.turns} so far. Read from the ${meta.source}${meta.transcript ? " (" + meta.transcript + ")" : ""}.`
@@ -416,7 +426,7 @@ export function RecordView({ info, params }) {
   if (deleted) return html`<p class="done" data-testid="deleted">Deleted record ${params.id}.</p>`;
   if (error) return html`<${Problem} error=${error} />`;
   if (!record) return html`<p class="loading">Loading…</p>`;
-  const origin = record.origin;
+  const provenance = record.provenance;
   return html`
     <div class="record" data-testid="record">
       <div class="session-head">
@@ -427,19 +437,19 @@ export function RecordView({ info, params }) {
       </div>
       <table class="facts">
         <tr><th>citation</th><td>${record.citation}</td></tr>
-        <tr><th>project</th><td>${record.project || "none"}</td></tr>
-        ${record.written_by && html`<tr><th>written by</th><td>${record.written_by} (pulled by sync)</td></tr>`}
+        <tr><th>project</th><td data-testid="project">${projectName(record.project)}</td></tr>
+        <tr><th>origin</th><td data-testid="origin">${record.origin === "local" ? "local (written on this machine)" : `${record.origin} (pulled by sync)`}</td></tr>
         <tr><th>namespace</th><td>${record.namespace}</td></tr>
         <tr><th>tier</th><td>${record.tier}${record.archived ? ` (archived ${when(record.archived.archived_at)}${record.archived.dropped.length ? "; pruning dropped " + record.archived.dropped.join(", ") : ""})` : ""}</td></tr>
         <tr><th>vector</th><td data-testid="vector-state">${record.vector}</td></tr>
         <tr><th>access count</th><td data-testid="access-count">${record.access.count}${record.access.last_accessed ? ` · last read ${when(record.access.last_accessed)}` : " · never read"}</td></tr>
         <tr><th>reads not yet folded</th><td>${readsLine(record.access.reads_not_folded)}</td></tr>
-        ${record.session_id && html`<tr><th>session</th><td><${SessionLink} session=${record.session_id} group=${record.project || ""}>${record.session_id}<//>
+        ${record.session_id && html`<tr><th>session</th><td><${SessionLink} session=${record.session_id} group=${record.project}>${record.session_id}<//>
           ${record.start_turn !== null ? ` · turn ${record.start_turn}${record.end_turn !== record.start_turn ? "–" + record.end_turn : ""}` : ""}</td></tr>`}
-        <tr><th>came from</th><td data-testid="origin">${origin
-          ? origin.path
-            ? html`<code>${origin.path}</code> line ${origin.line} (${origin.format || "transcript"}, via ${origin.via || "?"})`
-            : html`<code>${JSON.stringify(origin)}</code>`
+        <tr><th>came from</th><td data-testid="provenance">${provenance
+          ? provenance.path
+            ? html`<code>${provenance.path}</code> line ${provenance.line} (${provenance.format || "transcript"}, via ${provenance.via || "?"})`
+            : html`<code>${JSON.stringify(provenance)}</code>`
           : "not recorded (added as a record, not read from a transcript)"}</td></tr>
       </table>
       <h3>JSON</h3>
@@ -450,10 +460,10 @@ export function RecordView({ info, params }) {
 
 // ---- Health -------------------------------------------------------------
 
-function Counts({ title, counts }) {
+function Counts({ title, counts, name = (n) => n, testid, wide }) {
   const rows = Object.entries(counts || {}).sort((a, b) => b[1] - a[1]);
-  return html`<div class="card"><h3>${title}</h3><table>
-    ${rows.map(([name, n]) => html`<tr><th>${name}</th><td>${n.toLocaleString()}</td></tr>`)}
+  return html`<div class=${wide ? "card wide" : "card"} data-testid=${testid}><h3>${title}</h3><table>
+    ${rows.map(([n, count]) => html`<tr><th>${name(n)}</th><td>${count.toLocaleString()}</td></tr>`)}
     ${rows.length === 0 && html`<tr><td>none</td></tr>`}
   </table></div>`;
 }
@@ -485,11 +495,6 @@ export function HealthView() {
           <tr><th>waiting</th><td>${v.without_vector.toLocaleString()}</td></tr>
           <tr><th>graphs</th><td>${stats.vector_graphs} of ${stats.segments} segments</td></tr>
         </table></div>
-        <${Counts} title="By kind" counts=${stats.by_kind} />
-        <${Counts} title="By namespace" counts=${stats.by_namespace} />
-        <${Counts} title="By project" counts=${Object.fromEntries(
-          Object.entries(stats.by_project || {}).map(([k, v]) => [k && k !== "(none)" ? projectName(k) : "(no project)", v]))} />
-        <${Counts} title="By origin" counts=${stats.by_origin} />
         <div class="card" data-testid="upkeep"><h3>Upkeep</h3><table>
           <tr><th>worker</th><td>${upkeep.running ? `running (pid ${upkeep.pid}): ${upkeep.step || "starting"}` : "not running"}</td></tr>
           <tr><th>vectors waiting</th><td>${upkeep.vectors_waiting.toLocaleString()}</td></tr>
@@ -508,7 +513,15 @@ export function HealthView() {
               : html`<p class=${verify.ok ? "ok" : "error"}>${verify.ok ? "all checks passed" : "problems found"} · ${when(verify.at)} · ${verify.records.toLocaleString()} records</p>
                 <table>${verify.checks.map((c) => html`<tr><th>${c.name}</th><td class=${c.ok ? "ok" : "error"}>${c.ok ? "ok" : c.detail}</td></tr>`)}</table>`}
         </div>
+        <${Counts} title="By kind" counts=${stats.by_kind} />
+        <${Counts} title="By origin" counts=${stats.by_origin} />
+        <${Counts} title="By namespace" counts=${stats.by_namespace} />
+        <${Counts} title="By project" counts=${stats.by_project} name=${projectName} testid="by-project" wide=${true} />
       </div>
+      <h3>Hook log <small>last ${health.hook_log.length} lines of hooks.log</small></h3>
+      ${health.hook_log.length === 0
+        ? html`<p class="hint">hooks.log is empty: no hook reported a problem.</p>`
+        : html`<pre class="log" data-testid="hook-log">${health.hook_log.join("\n")}</pre>`}
       <h3>Compression queues <small>${health.queue_files} session${health.queue_files === 1 ? "" : "s"}${health.queues_shown < health.queue_files ? `, ${health.queues_shown} most recent shown` : ""}</small></h3>
       ${health.queues.length === 0
         ? html`<p class="hint">No session has a compression queue (the Claude Code hooks keep them).</p>`
@@ -524,10 +537,6 @@ export function HealthView() {
               </tr>`,
             )}
           </table>`}
-      <h3>Hook log <small>last ${health.hook_log.length} lines of hooks.log</small></h3>
-      ${health.hook_log.length === 0
-        ? html`<p class="hint">hooks.log is empty: no hook reported a problem.</p>`
-        : html`<pre class="log" data-testid="hook-log">${health.hook_log.join("\n")}</pre>`}
     </div>
   `;
 }
