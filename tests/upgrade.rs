@@ -93,11 +93,15 @@ fn a_format2_store_is_upgraded_on_first_open_and_keeps_everything() {
         .filter(|(a, b)| a != b)
         .collect();
     assert_eq!(changed, vec![("format_version = 2", "format_version = 3")]);
-    // A transcript ingested again in full now carries its project.
+    // A transcript ingested into the upgraded store carries its project.
+    let line = serde_json::json!({"type": "user", "sessionId": "after-upgrade", "uuid": "u1",
+        "cwd": "/home/ana/parser", "timestamp": "2026-06-01T10:00:00Z",
+        "message": {"role": "user", "content": "rename the tokenizer module"}});
+    let transcript = store.write("after-upgrade.jsonl", format!("{line}\n").as_bytes());
     store
         .cmd()
-        .args(["ingest", "--full"])
-        .arg(common::samples().join("transcripts"))
+        .arg("ingest")
+        .arg(&transcript)
         .assert()
         .success();
     let stats = store.json(&["stats"]);
