@@ -246,21 +246,28 @@ impl IndexFields {
 
     /// The record stored in a document, with its searchable fields re-derived.
     pub fn record(&self, doc: &TantivyDocument) -> Result<Record> {
-        use tantivy::schema::Value;
-        let json = doc
-            .get_first(self.record)
-            .and_then(|v| v.as_str())
-            .ok_or_else(|| Error::CorruptRecord {
-                id: "?".into(),
-                message: "stored document has no record JSON".into(),
-            })?;
-        let mut record: Record = serde_json::from_str(json).map_err(|e| Error::CorruptRecord {
-            id: "?".into(),
-            message: e.to_string(),
-        })?;
-        rederive_fields(&mut record)?;
-        Ok(record)
+        stored_record(doc, self.record)
     }
+}
+
+/// The record a stored document holds in `field` (its JSON), with its
+/// searchable fields re-derived; also for an index of an older schema, whose
+/// fields [`IndexFields`] cannot name.
+pub fn stored_record(doc: &TantivyDocument, field: Field) -> Result<Record> {
+    use tantivy::schema::Value;
+    let json = doc
+        .get_first(field)
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| Error::CorruptRecord {
+            id: "?".into(),
+            message: "stored document has no record JSON".into(),
+        })?;
+    let mut record: Record = serde_json::from_str(json).map_err(|e| Error::CorruptRecord {
+        id: "?".into(),
+        message: e.to_string(),
+    })?;
+    rederive_fields(&mut record)?;
+    Ok(record)
 }
 
 /// Re-derives a stored record's searchable fields from its JSON (they are not

@@ -402,15 +402,24 @@ pub fn redactor_for(store_root: &Path) -> Result<std::sync::Arc<crate::privacy::
             return Ok(Arc::clone(redactor));
         }
     }
-    let redactor = Arc::new(Redactor::new(&settings).map_err(|e| match e {
+    let redactor = Arc::new(redactor_of(&settings, store_root)?);
+    *last = Some((settings, Arc::clone(&redactor)));
+    Ok(redactor)
+}
+
+/// The redactor of `settings`, an error in them named against the store's
+/// `config.toml` (`privacy.extra_patterns[0].regex: …`).
+pub fn redactor_of(
+    settings: &crate::privacy::PrivacySettings,
+    store_root: &Path,
+) -> Result<crate::privacy::Redactor> {
+    crate::privacy::Redactor::new(settings).map_err(|e| match e {
         Error::Config { message, .. } => Error::Config {
             path: store_root.join("config.toml"),
             message,
         },
         other => other,
-    })?);
-    *last = Some((settings, Arc::clone(&redactor)));
-    Ok(redactor)
+    })
 }
 
 #[cfg(test)]

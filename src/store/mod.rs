@@ -86,13 +86,7 @@ impl StoreRedactor {
         if config.privacy == crate::privacy::PrivacySettings::default() {
             return Ok(StoreRedactor::Builtin);
         }
-        let redactor = Redactor::new(&config.privacy).map_err(|e| match e {
-            Error::Config { message, .. } => Error::Config {
-                path: root.join("config.toml"),
-                message,
-            },
-            other => other,
-        })?;
+        let redactor = config::redactor_of(&config.privacy, root)?;
         Ok(StoreRedactor::Own(std::sync::Arc::new(redactor)))
     }
 }

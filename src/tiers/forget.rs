@@ -132,7 +132,7 @@ pub fn forget(
                 .or_insert_with(|| stone.clone());
         }
         stones.save(store.root())?;
-        crash_point("forget-tombstoned");
+        super::ops::crash_point("forget-tombstoned");
     }
     // What to remove: the request, and whatever earlier tombstones still
     // find stored (an interrupted forget).
@@ -176,7 +176,7 @@ pub fn forget(
     report.contexts_cleared = clear_contexts(store, &lock, &gone)?;
     if !l2_ids.is_empty() {
         store.remove_locked(&lock, &report.l2)?;
-        crash_point("forget-l2-deleted");
+        super::ops::crash_point("forget-l2-deleted");
     }
     report.segments_rewritten += store.purge_deleted_locked(&lock)?;
     if let Some(l3) = &l3 {
@@ -415,13 +415,6 @@ fn forget_archived(
     writer.wait_merging_threads()?;
     let segments = l3.purge_deleted()?;
     Ok((files, segments))
-}
-
-/// A kill switch for the crash tests (see `ops::crash_point`).
-fn crash_point(name: &str) {
-    if std::env::var("KNOWLEDGE_DB_CRASH_AT").is_ok_and(|p| p == name) {
-        std::process::abort();
-    }
 }
 
 /// Tombstones as a list for `forget --list`.

@@ -359,7 +359,7 @@ fn due_time(record: &Record, access: &AccessMap, selection: &Selection) -> i64 {
 /// Test hook: `KNOWLEDGE_DB_CRASH_AT=<point>` aborts the process there, so the
 /// crash test can hit each step of the order of operations deterministically
 /// as well as at random.
-fn crash_point(name: &str) {
+pub(super) fn crash_point(name: &str) {
     if std::env::var("KNOWLEDGE_DB_CRASH_AT").is_ok_and(|p| p == name) {
         std::process::abort();
     }

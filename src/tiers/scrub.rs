@@ -100,9 +100,9 @@ pub fn scrub(store: &Store, dry_run: bool, timeout: Duration) -> Result<ScrubRep
     if !dry_run {
         store.put_locked(&lock, &changed)?;
         store.remove_locked(&lock, &renamed)?;
-        crash_point("scrub-l2-written");
+        super::ops::crash_point("scrub-l2-written");
         report.segments_rewritten += store.purge_deleted_locked(&lock)?;
-        crash_point("scrub-l2-purged");
+        super::ops::crash_point("scrub-l2-purged");
     }
     drop(changed);
 
@@ -174,13 +174,13 @@ fn scrub_archive(
     l3.delete_ids(&writer, journal.ids.iter());
     for (file, entries) in &rewrites {
         archive.rewrite(file, entries)?;
-        crash_point("scrub-archive-file-rewritten");
+        super::ops::crash_point("scrub-archive-file-rewritten");
         reindex_file(archive, l3, &writer, file)?;
     }
     writer.commit()?;
     writer.wait_merging_threads()?;
     archive.clear_journal()?;
-    crash_point("scrub-archive-committed");
+    super::ops::crash_point("scrub-archive-committed");
     let segments = l3.purge_deleted()?;
     Ok((records, files, segments))
 }
@@ -252,11 +252,4 @@ fn scrub_text(path: &Path, redactor: &Redactor, found: &mut Findings) -> Result<
     }
     found.absorb(&redacted.found);
     Ok(Some(redacted.text.into_owned().into_bytes()))
-}
-
-/// A kill switch for the crash tests (see `ops::crash_point`).
-fn crash_point(name: &str) {
-    if std::env::var("KNOWLEDGE_DB_CRASH_AT").is_ok_and(|p| p == name) {
-        std::process::abort();
-    }
 }

@@ -27,8 +27,7 @@ use tantivy::{Index, TantivyDocument};
 use crate::archive::l3::{reindex_file, L3Index};
 use crate::archive::Archive;
 use crate::error::{Error, Result};
-use crate::index::{record_hash, rederive_fields, register_tokenizers, IndexFields, VectorField};
-use crate::record::Record;
+use crate::index::{record_hash, register_tokenizers, IndexFields, VectorField};
 use crate::store::lock::WriterLock;
 use crate::store::{Config, FORMAT_VERSION};
 
@@ -152,7 +151,7 @@ fn copy_documents(old: &Index, dir: &Path) -> Result<u64> {
         let text_hash = segment.fast_fields().u64("text_hash")?;
         for doc_id in segment.doc_ids_alive() {
             let doc: TantivyDocument = store.get(doc_id)?;
-            let record = stored_record(&doc, record_field)?;
+            let record = crate::index::stored_record(&doc, record_field)?;
             let embedding = doc
                 .get_first(embedding_field)
                 .and_then(|v| v.as_bytes())
@@ -170,23 +169,6 @@ fn copy_documents(old: &Index, dir: &Path) -> Result<u64> {
     writer.commit()?;
     writer.wait_merging_threads()?;
     Ok(copied)
-}
-
-/// The record a stored document holds, with its fields derived again.
-fn stored_record(doc: &TantivyDocument, field: tantivy::schema::Field) -> Result<Record> {
-    let json = doc
-        .get_first(field)
-        .and_then(|v| v.as_str())
-        .ok_or_else(|| Error::CorruptRecord {
-            id: "?".into(),
-            message: "stored document has no record JSON".into(),
-        })?;
-    let mut record: Record = serde_json::from_str(json).map_err(|e| Error::CorruptRecord {
-        id: "?".into(),
-        message: e.to_string(),
-    })?;
-    rederive_fields(&mut record)?;
-    Ok(record)
 }
 
 /// Rebuilds the L3 index with the current schema from the archive files;

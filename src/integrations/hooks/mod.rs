@@ -411,8 +411,11 @@ fn redacted_json<T: Serialize>(path: &Path, value: &T) -> Result<Vec<u8>> {
 }
 
 /// The redactor of the store holding `path` (the nearest folder above it
-/// with a `config.toml`, at most three levels up).
+/// with a `config.toml`, at most three levels up); the default settings'
+/// for a file outside any store.
 fn redactor_near(path: &Path) -> Result<std::sync::Arc<crate::privacy::Redactor>> {
+    use std::sync::{Arc, OnceLock};
+    static DEFAULT: OnceLock<Arc<crate::privacy::Redactor>> = OnceLock::new();
     match path
         .ancestors()
         .skip(1)
@@ -420,7 +423,13 @@ fn redactor_near(path: &Path) -> Result<std::sync::Arc<crate::privacy::Redactor>
         .find(|dir| dir.join("config.toml").is_file())
     {
         Some(root) => crate::store::config::redactor_for(root),
-        None => crate::store::config::redactor_for(Path::new("/nonexistent-store")),
+        None => Ok(Arc::clone(DEFAULT.get_or_init(|| {
+            // The built-in rules are part of the binary (see `Redactor::builtin`).
+            Arc::new(
+                crate::privacy::Redactor::new(&crate::privacy::PrivacySettings::default())
+                    .expect("the built-in secret rules load (tested by privacy::rules)"),
+            )
+        }))),
     }
 }
 
