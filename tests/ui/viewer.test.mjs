@@ -220,6 +220,18 @@ test("a request without the token, with a foreign Host or a foreign Origin is re
   assert.equal((await request(port, `${path}api/sessions?limit=1000`)).status, 400);
 });
 
+/// Waits until the page shows the answer to a query asked with these
+/// parameters: until then the previous answer (or none) is on the page, and
+/// reading hits earlier reads the wrong ones.
+async function answered(asked) {
+  await page.waitForFunction((want) => {
+    const answer = document.querySelector("[data-testid=answer]");
+    if (!answer) return false;
+    const got = JSON.parse(answer.dataset.asked || "{}");
+    return Object.entries(want).every(([k, v]) => got[k] === v);
+  }, asked);
+}
+
 test("search: hits with their score parts, and the abstention", { skip: SKIP }, async () => {
   const started = Date.now();
   await page.goto(readOnly.url);
@@ -254,8 +266,7 @@ test("search: hits with their score parts, and the abstention", { skip: SKIP }, 
   assert.ok(offered.includes(projects[0]), `${projects[0]} not offered: ${offered.join(", ")}`);
   await page.selectOption("select[name=project]", projects[0]);
   await page.click("form.search button[type=submit]");
-  await page.waitForFunction(() => location.hash.includes("project="));
-  await page.waitForSelector("[data-testid=hit]");
+  await answered({ project: projects[0] });
   const scoped = await page.locator("[data-testid=hit] .hit-meta .project").allInnerTexts();
   assert.deepEqual([...new Set(scoped)], [projects[0]]);
   await page.selectOption("select[name=project]", "");
@@ -263,8 +274,7 @@ test("search: hits with their score parts, and the abstention", { skip: SKIP }, 
   // A filter narrows the hits to one kind.
   await page.selectOption("select[name=kind]", "message");
   await page.click("form.search button[type=submit]");
-  await page.waitForFunction(() => location.hash.includes("kind=message"));
-  await page.waitForSelector("[data-testid=hit]");
+  await answered({ kind: "message" });
   const kinds = await page.locator("[data-testid=hit] .badge.kind-message").count();
   assert.equal(kinds, await page.locator("[data-testid=hit]").count());
 

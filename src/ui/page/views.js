@@ -83,9 +83,17 @@ export function SearchView({ info, params }) {
     setBusy(true);
     setError(null);
     const started = performance.now();
+    // A slower answer to an earlier query must not replace this one's.
+    let current = true;
     api("search", { ...params, k: params.k || 20 })
-      .then((a) => setAnswer({ ...a, round_trip_ms: performance.now() - started }), (e) => setError(e.message))
-      .finally(() => setBusy(false));
+      .then(
+        (a) => current && setAnswer({ ...a, round_trip_ms: performance.now() - started, asked: params }),
+        (e) => current && setError(e.message),
+      )
+      .finally(() => current && setBusy(false));
+    return () => {
+      current = false;
+    };
   }, [JSON.stringify(params)]);
   const set = (name) => (event) =>
     setForm({ ...form, [name]: event.target.type === "checkbox" ? (event.target.checked ? "1" : "") : event.target.value });
@@ -155,7 +163,7 @@ function ScopeSelect({ name, value, counts, all, onChange }) {
 function SearchAnswer({ answer }) {
   const n = answer.results.length;
   return html`
-    <section class="answer">
+    <section class="answer" data-testid="answer" data-asked=${JSON.stringify(answer.asked)}>
       <p class="summary" data-testid="search-summary">
         ${n ? `${n} result${n === 1 ? "" : "s"}` : "No results"} ·
         searched in ${answer.took_ms.toFixed(1)} ms (round trip ${answer.round_trip_ms.toFixed(0)} ms) ·
