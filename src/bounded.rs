@@ -120,7 +120,9 @@ pub fn read_whole(path: &Path, limit: Limit, gunzip: bool) -> Result<Vec<u8>> {
     if len > limit.bytes {
         return Err(limit.exceeded(path, format!("the file is {}", human_bytes(len))));
     }
-    let raw = read_to_limit(file, path, limit, "the file grew to")?;
+    // The metadata's length sizes the buffer once (the file may still grow
+    // or shrink: the limit is what holds).
+    let raw = read_limited(file, path, limit, "the file grew to", Some(len))?;
     if gunzip && raw.starts_with(&[0x1f, 0x8b]) {
         let decoder = flate2::read::MultiGzDecoder::new(&raw[..]);
         return read_to_limit(decoder, path, limit, "it decompresses to");
@@ -132,33 +134,76 @@ pub fn read_whole(path: &Path, limit: Limit, gunzip: bool) -> Result<Vec<u8>> {
 /// gives more than `limit` bytes; `over` starts the message ("it decompresses
 /// to", "stdin holds").
 pub fn read_to_limit(reader: impl Read, path: &Path, limit: Limit, over: &str) -> Result<Vec<u8>> {
-    // The buffer grows by doubling, but never past the limit (plus the one
-    // byte that says the input goes on): `read_to_end` would double a
-    // 256 MiB buffer to 512 MiB to learn that a gzip bomb is over the limit.
-    let cap = usize::try_from(limit.bytes.saturating_add(1)).unwrap_or(usize::MAX);
-    let mut reader = reader.take(cap as u64);
-    let mut out: Vec<u8> = Vec::new();
-    let mut chunk = vec![0u8; 64 * 1024];
+    read_limited(reader, path, limit, over, None)
+}
+
+/// The bytes of one read of unknown length are kept in pieces of this size
+/// and joined once at the end.
+const PIECE: usize = 8 << 20;
+
+/// [`read_to_limit`], with the expected length when it is known. Without it
+/// the bytes go into pieces joined once at the end, never into a buffer grown
+/// by doubling: the allocator copies a doubled buffer (and keeps the old one
+/// a while), so a gzip bomb stopped at 256 MiB cost 790 MB that way; in
+/// pieces it costs the limit.
+fn read_limited(
+    reader: impl Read,
+    path: &Path,
+    limit: Limit,
+    over: &str,
+    expected: Option<u64>,
+) -> Result<Vec<u8>> {
+    // One byte past the limit says the input goes on.
+    let cap = limit.bytes.saturating_add(1);
+    let mut reader = reader.take(cap);
+    let first = match expected {
+        Some(len) => usize::try_from(len.saturating_add(1).min(cap)).unwrap_or(PIECE),
+        None => PIECE.min(usize::try_from(cap).unwrap_or(PIECE)),
+    };
+    // Each piece is zeroed when made (fresh pages from the system: no cost
+    // until written) and filled in place; `filled` counts the last one's bytes.
+    let mut pieces: Vec<Vec<u8>> = vec![vec![0; first]];
+    let mut filled = 0;
+    let mut total: u64 = 0;
     loop {
-        let n = match reader.read(&mut chunk) {
+        if pieces.last().is_some_and(|piece| filled == piece.len()) {
+            pieces.push(vec![0; PIECE]);
+            filled = 0;
+        }
+        let Some(piece) = pieces.last_mut() else {
+            break;
+        };
+        let n = match reader.read(&mut piece[filled..]) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(Error::io(path, e)),
         };
-        if out.len() + n > out.capacity() {
-            let want = (out.capacity() * 2).max(out.len() + n).min(cap);
-            out.reserve_exact(want - out.len());
-        }
-        out.extend_from_slice(&chunk[..n]);
+        filled += n;
+        total += n as u64;
     }
-    if out.len() as u64 > limit.bytes {
+    if total > limit.bytes {
         return Err(limit.exceeded(
             path,
             format!("{over} more than {}", human_bytes(limit.bytes)),
         ));
     }
-    Ok(out)
+    if let Some(last) = pieces.last_mut() {
+        last.truncate(filled);
+    }
+    Ok(join(pieces, total))
+}
+
+/// The pieces as one buffer: the only piece as it is, several copied once.
+fn join(mut pieces: Vec<Vec<u8>>, total: u64) -> Vec<u8> {
+    if pieces.len() == 1 {
+        return pieces.pop().unwrap_or_default();
+    }
+    let mut out = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
+    for piece in pieces {
+        out.extend_from_slice(&piece);
+    }
+    out
 }
 
 /// One line from a [`LineReader`].
@@ -342,6 +387,36 @@ mod tests {
             "{e}"
         );
         assert!(read_whole(&bomb, LIMIT, false).expect("raw").len() < 1000);
+    }
+
+    #[test]
+    fn a_read_of_many_pieces_is_exact_up_to_the_limit_and_refused_past_it() {
+        // Three pieces and a bit, in reads of odd sizes.
+        let data: Vec<u8> = (0..(3 * PIECE + 12_345)).map(|i| (i % 251) as u8).collect();
+        let exact = Limit {
+            bytes: data.len() as u64,
+            setting: "limits.test",
+        };
+        let path = Path::new("input");
+        let odd = std::io::BufReader::with_capacity(7_919, &data[..]);
+        assert_eq!(
+            read_to_limit(odd, path, exact, "it holds").expect("at the limit"),
+            data
+        );
+        let short = Limit {
+            bytes: data.len() as u64 - 1,
+            ..exact
+        };
+        let refused = read_to_limit(&data[..], path, short, "it holds").expect_err("one byte over");
+        assert!(refused.to_string().contains("limits.test"), "{refused}");
+        // A wrong expected length (the file grew, or shrank) changes nothing.
+        for expected in [0, 10, data.len() as u64, data.len() as u64 * 2] {
+            let read = read_limited(&data[..], path, exact, "it holds", Some(expected));
+            assert_eq!(read.expect("within the limit"), data, "expected {expected}");
+        }
+        assert!(read_to_limit(&b""[..], path, exact, "it holds")
+            .expect("empty")
+            .is_empty());
     }
 
     #[test]

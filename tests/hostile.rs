@@ -217,7 +217,7 @@ fn a_record_over_the_size_limit_is_refused_by_every_writer() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("big.jsonl:1:") && stderr.contains("max_record_bytes"),
+        stderr.contains("big.jsonl:1:") && stderr.contains("raise `limits.max_record_bytes`"),
         "{stderr}"
     );
     // `ingest` of a transcript whose message makes a record over the limit.

@@ -360,7 +360,7 @@ fn too_large(origin: &Origin, size: usize, limit: usize) -> InputError {
         origin,
         None,
         format!(
-            "record is {}, over the limit of {} (raise `max_record_bytes` in the store's config.toml)",
+            "record is {}, over the limit of {} (raise `limits.max_record_bytes` in the store's config.toml)",
             human_bytes(size as u64),
             human_bytes(limit as u64)
         ),
