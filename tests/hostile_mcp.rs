@@ -96,7 +96,8 @@ fn memory_add_is_capped_per_call_in_records_and_bytes() {
 /// Alice's records (a note, an archived note, a session's messages) and Bob's note.
 fn two_tenants(store: &TestStore) {
     let lines = [
-        json!({"id": "victim-note", "namespace": "alice", "text": "alice secret plan zebra"}),
+        json!({"id": "victim-note", "namespace": "alice", "text": "alice secret plan zebra",
+               "project": "/home/alice/acquisition-plans"}),
         json!({"id": "alice-old", "namespace": "alice", "text": "alice archived zebra",
                "timestamp": "2020-01-01T00:00:00Z"}),
         json!({"id": "bob-note", "namespace": "bob", "text": "bob zebra notes"}),
@@ -192,6 +193,16 @@ fn a_server_scoped_to_a_namespace_neither_reads_nor_writes_outside_it() {
         "{stats}"
     );
     assert_eq!(stats["structuredContent"]["records"], 2, "{stats}");
+    // Nor alice's projects, nor the store's vector coverage.
+    assert!(!stats.to_string().contains("acquisition-plans"), "{stats}");
+    let vectors = &stats["structuredContent"]["vectors"];
+    assert_eq!(
+        vectors["with_vector"]
+            .as_u64()
+            .zip(vectors["without_vector"].as_u64()),
+        Some((0, 2)),
+        "bob's 2 live records, stored without vectors: {stats}"
+    );
 
     // Writes: no record of another namespace, no id another namespace holds.
     let refused = server.tool(

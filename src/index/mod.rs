@@ -391,6 +391,29 @@ pub struct ColumnCounts {
     pub newest: Option<i64>,
 }
 
+/// Which documents of `segment` are in `namespace` (all when `None`); `None`
+/// when the namespace has no record in the segment.
+#[allow(clippy::type_complexity)]
+pub fn in_namespace(
+    segment: &tantivy::SegmentReader,
+    namespace: Option<&str>,
+) -> crate::Result<Option<Box<dyn Fn(tantivy::DocId) -> bool>>> {
+    let Some(namespace) = namespace else {
+        return Ok(Some(Box::new(|_| true)));
+    };
+    let Some(column) = segment.fast_fields().str("namespace")? else {
+        return Ok(None);
+    };
+    let ord = column
+        .dictionary()
+        .term_ord(namespace)
+        .map_err(|e| crate::Error::io("text index", e))?;
+    Ok(ord.map(|ord| {
+        Box::new(move |doc| column.term_ords(doc).any(|o| o == ord))
+            as Box<dyn Fn(tantivy::DocId) -> bool>
+    }))
+}
+
 impl ColumnCounts {
     /// Counts the live documents of `searcher`.
     pub fn of(searcher: &tantivy::Searcher) -> crate::Result<ColumnCounts> {
@@ -405,25 +428,8 @@ impl ColumnCounts {
         let mut counts = ColumnCounts::default();
         for segment in searcher.segment_readers() {
             let fast = segment.fast_fields();
-            let wanted: Box<dyn Fn(tantivy::DocId) -> bool> = match namespace {
-                None => Box::new(|_| true),
-                Some(namespace) => {
-                    let column = fast.str("namespace")?;
-                    let ord = match &column {
-                        Some(column) => column
-                            .dictionary()
-                            .term_ord(namespace)
-                            .map_err(|e| crate::Error::io("text index", e))?,
-                        None => None,
-                    };
-                    match (column, ord) {
-                        (Some(column), Some(ord)) => {
-                            Box::new(move |doc| column.term_ords(doc).any(|o| o == ord))
-                        }
-                        // The namespace has no record in this segment.
-                        _ => continue,
-                    }
-                }
+            let Some(wanted) = in_namespace(segment, namespace)? else {
+                continue;
             };
             let columns = [
                 (fast.str("kind")?, &mut counts.by_kind),

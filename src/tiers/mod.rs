@@ -168,13 +168,15 @@ pub struct Stats {
 }
 
 /// [`stats`] as a server scoped to `namespace` may give it: record counts
-/// (in all, by kind, by tier, by namespace, per tier) and the time range of
-/// that namespace's records only; sizes on disk and vector coverage stay the
-/// store's.
+/// (in all, by kind, by tier, by namespace, project and origin, per tier),
+/// vector coverage and the time range of that namespace's records only;
+/// sizes on disk stay the store's. Nothing names another namespace's
+/// projects or origins.
 pub fn namespace_stats(store: &Store, namespace: &str) -> Result<Stats> {
     let mut stats = stats(store)?;
-    let mut counts =
-        crate::index::ColumnCounts::of_namespace(&store.reader()?.searcher(), Some(namespace))?;
+    let searcher = store.reader()?.searcher();
+    stats.vectors = crate::vectors::coverage_in(&searcher, Some(namespace))?;
+    let mut counts = crate::index::ColumnCounts::of_namespace(&searcher, Some(namespace))?;
     counts.merge(&crate::archive::l3_counts(store.root(), namespace)?);
     stats.records = counts.by_namespace.values().sum();
     stats.oldest = counts.oldest.map(format_time);
@@ -187,6 +189,8 @@ pub fn namespace_stats(store: &Store, namespace: &str) -> Result<Stats> {
     stats.by_kind = counts.by_kind;
     stats.by_tier = counts.by_tier;
     stats.by_namespace = counts.by_namespace;
+    stats.by_project = counts.by_project;
+    stats.by_origin = counts.by_origin;
     Ok(stats)
 }
 

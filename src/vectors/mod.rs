@@ -317,10 +317,18 @@ impl DocBits {
 
 /// Counts live records with and without vectors.
 pub fn coverage(searcher: &Searcher) -> Result<Coverage> {
+    coverage_in(searcher, None)
+}
+
+/// [`coverage`] of the live records of `namespace` (all when `None`).
+pub fn coverage_in(searcher: &Searcher, namespace: Option<&str>) -> Result<Coverage> {
     let mut coverage = Coverage::default();
     for segment in searcher.segment_readers() {
+        let Some(wanted) = crate::index::in_namespace(segment, namespace)? else {
+            continue;
+        };
         let has_vector = segment.fast_fields().u64("has_vector")?;
-        for doc in segment.doc_ids_alive() {
+        for doc in segment.doc_ids_alive().filter(|&doc| wanted(doc)) {
             let value = has_vector.first(doc);
             if crate::index::has_vector::carries(value) {
                 coverage.with_vector += 1;
