@@ -7,15 +7,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{channel, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::mcp::Mcp;
 use common::TestStore;
-use serde_json::{json, Value};
+use serde_json::json;
 
 const READERS: usize = 4;
 const WRITERS: usize = 2;
@@ -36,85 +35,6 @@ fn command(store: &TestStore) -> Command {
     cmd.env_remove("KNOWLEDGE_DB_HOME");
     cmd.env("KNOWLEDGE_DB_UPKEEP", "off");
     cmd
-}
-
-/// A running `knowledge-db mcp` spoken to over stdio.
-struct Mcp {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Receiver<String>,
-    next_id: u64,
-}
-
-impl Mcp {
-    fn start(store: &TestStore) -> Mcp {
-        let mut child = command(store)
-            .arg("mcp")
-            .env("KNOWLEDGE_DB_MODELS", store.dir.path().join("no-models"))
-            .env_remove("KNOWLEDGE_DB_MODEL_DIR")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn mcp");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (send, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut mcp = Mcp {
-            child,
-            stdin,
-            lines,
-            next_id: 1,
-        };
-        mcp.call(
-            "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "concurrency-test", "version": "1"}}),
-        );
-        mcp.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        mcp
-    }
-
-    fn send(&mut self, message: &Value) {
-        writeln!(self.stdin, "{message}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(60))
-                .expect("the MCP server answers within 60 s");
-            let message: Value = serde_json::from_str(&line).expect("JSON-RPC line");
-            if message["id"] == id {
-                return message;
-            }
-        }
-    }
-
-    fn tool(&mut self, name: &str, arguments: Value) -> Value {
-        let response = self.call("tools/call", json!({"name": name, "arguments": arguments}));
-        assert!(response.get("error").is_none(), "{name}: {response}");
-        response["result"].clone()
-    }
-}
-
-impl Drop for Mcp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Adds batch after batch until `deadline`; each batch is acknowledged when
@@ -190,7 +110,7 @@ fn reader(store: &TestStore, deadline: Instant, acknowledged: &Acknowledged, rea
 #[test]
 fn readers_writers_and_an_mcp_server_at_once() {
     let store = TestStore::new();
-    let mut mcp = Mcp::start(&store);
+    let mut mcp = Mcp::start(&store, &[]);
     let acknowledged: Acknowledged = Arc::default();
     let reads = AtomicUsize::new(0);
     let deadline = Instant::now() + Duration::from_secs(run_secs());
@@ -273,7 +193,7 @@ fn an_mcp_server_follows_a_rebuilt_text_index() {
         .arg(&first)
         .assert()
         .success();
-    let mut mcp = Mcp::start(&store);
+    let mut mcp = Mcp::start(&store, &[]);
     let found = mcp.tool("memory_search", json!({"query": "axolotl"}));
     assert!(found.to_string().contains("before"), "{found}");
     // Damage the text index (delete its meta.json) and rebuild it.

@@ -9,10 +9,11 @@
 mod common;
 
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use common::mcp;
 use common::TestStore;
 use knowledge_db::context::tokens::Tokenizer;
 use serde_json::{json, Value};
@@ -318,52 +319,6 @@ fn a_cold_task_is_queued_the_agent_compresses_it_and_the_queue_records_it() {
     );
 }
 
-/// A minimal MCP client: the requests written at once, the responses read.
-fn mcp_calls(store: &TestStore, calls: &[(&str, Value)]) -> Vec<Value> {
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("knowledge-db"))
-        .arg("--store")
-        .arg(store.path())
-        .arg("mcp")
-        .env("KNOWLEDGE_DB_MODELS", store.dir.path().join("no-models"))
-        .env_remove("KNOWLEDGE_DB_MODEL_DIR")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn mcp");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let mut send = |v: Value| writeln!(stdin, "{v}").expect("write");
-    send(
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "hooks-loop-test", "version": "1"}}}),
-    );
-    let mut read = |id: usize| loop {
-        let line = lines.next().expect("a response").expect("read");
-        let message: Value = serde_json::from_str(&line).expect("JSON-RPC");
-        if message["id"] == id {
-            return message;
-        }
-    };
-    read(0);
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    let mut results = Vec::new();
-    for (i, (tool, arguments)) in calls.iter().enumerate() {
-        send(
-            json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
-                    "params": {"name": tool, "arguments": arguments}}),
-        );
-        let response = read(i + 1);
-        assert!(response.get("error").is_none(), "{response}");
-        results.push(response["result"].clone());
-    }
-    drop(stdin);
-    let _ = child.kill();
-    let _ = child.wait();
-    results
-}
-
 #[test]
 fn a_cold_segment_is_announced_again_then_compressed_through_mcp() {
     let store = TestStore::new();
@@ -392,7 +347,7 @@ fn a_cold_segment_is_announced_again_then_compressed_through_mcp() {
         "key_decisions": ["refresh 60 s before expiry to absorb clock skew"],
         "key_files": ["src/auth/oauth2.py"]
     });
-    let results = mcp_calls(
+    let results = mcp::session(
         &store,
         &[
             (

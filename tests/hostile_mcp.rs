@@ -9,7 +9,7 @@ mod hostile_support;
 use std::time::Duration;
 
 use common::TestStore;
-use hostile_support::{is_error, kdb, peak_rss, run, text_of, Mcp};
+use hostile_support::{is_error, kdb, mcp, mcp_with_env, peak_rss, run, text_of};
 use serde_json::{json, Value};
 
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -17,7 +17,7 @@ const DEADLINE: Duration = Duration::from_secs(60);
 #[test]
 fn an_over_long_request_is_answered_naming_the_limit_and_not_held() {
     let store = TestStore::new();
-    let mut server = Mcp::start(&store, &[]);
+    let mut server = mcp(&store, &[]);
     let baseline = peak_rss(server.child.id());
     // 17 MiB, over the 16 MiB default: answered with its own id.
     let text = "x".repeat(17 << 20);
@@ -63,7 +63,7 @@ fn an_over_long_request_is_answered_naming_the_limit_and_not_held() {
 fn memory_add_is_capped_per_call_in_records_and_bytes() {
     let store = TestStore::new();
     store.set_config(&[("max_add_bytes_per_call", "2000")]);
-    let mut server = Mcp::start(&store, &[]);
+    let mut server = mcp(&store, &[]);
     let many: Vec<Value> = (0..1001)
         .map(|i| json!({"id": format!("n{i}"), "text": "t"}))
         .collect();
@@ -133,7 +133,7 @@ fn a_server_scoped_to_a_namespace_neither_reads_nor_writes_outside_it() {
     let store = TestStore::new();
     two_tenants(&store);
     let before = store.json(&["get", "victim-note"]);
-    let mut server = Mcp::start(&store, &["--namespace", "bob"]);
+    let mut server = mcp(&store, &["--namespace", "bob"]);
 
     // Reads: search within bob only; `*` and other namespaces refused.
     let found = server.tool("memory_search", json!({"query": "zebra", "minScore": 0}));
@@ -248,7 +248,7 @@ fn a_server_scoped_to_a_namespace_neither_reads_nor_writes_outside_it() {
     let planted = store.cmd().args(["get", "planted"]).output().expect("get");
     assert!(!planted.status.success(), "a record was planted in alice");
     // Unscoped, the server is the whole store.
-    let mut whole = Mcp::start(&store, &[]);
+    let mut whole = mcp(&store, &[]);
     let all = whole.tool(
         "memory_search",
         json!({"query": "zebra", "namespace": "*", "minScore": 0}),
@@ -274,7 +274,7 @@ fn qmd_memory_get_serves_only_files_the_collection_mask_matches() {
         .args(["--name", "ws", "--mask", "memory/**/*.md"]);
     let ran = run(cmd, b"", DEADLINE);
     assert_eq!(ran.code(), Some(0), "{}", ran.stderr());
-    let mut server = Mcp::start_with_env(&store, &[], &[("QMD_CONFIG_DIR", &config)]);
+    let mut server = mcp_with_env(&store, &[], &[("QMD_CONFIG_DIR", &config)]);
     let served = server.tool("memory_get", json!({"path": "qmd://ws/memory/day.md"}));
     assert!(!is_error(&served), "{served}");
     assert!(served.to_string().contains("router notes"), "{served}");

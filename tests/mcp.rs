@@ -5,119 +5,17 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
-use std::time::Duration;
-
+use common::mcp::{self, Mcp};
 use common::TestStore;
 use serde_json::{json, Value};
 
-/// A running `knowledge-db mcp` and the lines it prints.
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Receiver<String>,
-    next_id: u64,
-}
-
-impl Server {
-    fn start(store: &TestStore, extra_env: &[(&str, &std::path::Path)]) -> Server {
-        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("knowledge-db"));
-        cmd.arg("--store").arg(store.path()).arg("mcp");
-        cmd.env("KNOWLEDGE_DB_UPKEEP", "off");
-        // No model: the server must work on BM25 alone and say so.
-        cmd.env("KNOWLEDGE_DB_MODELS", store.dir.path().join("no-models"));
-        cmd.env_remove("KNOWLEDGE_DB_MODEL_DIR");
-        for (k, v) in extra_env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn mcp");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (send, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Server {
-            child,
-            stdin,
-            lines,
-            next_id: 1,
-        }
+/// A server on `store` (with `env` added), before its handshake.
+fn server(store: &TestStore, env: &[(&str, &std::path::Path)]) -> Mcp {
+    let mut cmd = mcp::command(store, &[]);
+    for (key, value) in env {
+        cmd.env(key, value);
     }
-
-    fn send(&mut self, message: &Value) {
-        writeln!(self.stdin, "{message}").expect("write request");
-        self.stdin.flush().expect("flush");
-    }
-
-    /// Sends a request and returns its id.
-    fn request(&mut self, method: &str, params: Value) -> u64 {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        id
-    }
-
-    /// The next message from the server; every stdout line must be JSON-RPC.
-    fn receive(&mut self) -> Value {
-        let line = self
-            .lines
-            .recv_timeout(Duration::from_secs(60))
-            .expect("a response within 60 s");
-        let message: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
-        assert_eq!(message["jsonrpc"], "2.0", "{message}");
-        message
-    }
-
-    /// Sends a request and waits for the response with its id.
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.request(method, params);
-        loop {
-            let message = self.receive();
-            if message["id"] == id {
-                return message;
-            }
-        }
-    }
-
-    fn tool(&mut self, name: &str, arguments: Value) -> Value {
-        let response = self.call("tools/call", json!({"name": name, "arguments": arguments}));
-        assert!(response.get("error").is_none(), "{name}: {response}");
-        response["result"].clone()
-    }
-
-    fn initialize(&mut self) -> Value {
-        let response = self.call(
-            "initialize",
-            json!({
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "knowledge-db-test", "version": "1.0"}
-            }),
-        );
-        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        response
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    Mcp::spawn(cmd)
 }
 
 /// A session's messages (turns 1 to 8) and a segment summarising turns 3 to 6.
@@ -156,10 +54,9 @@ fn assert_rejected(response: &Value, named: &str) {
 }
 
 fn text_of(result: &Value) -> String {
-    result["content"][0]["text"]
-        .as_str()
-        .expect("text content")
-        .to_string()
+    let text = mcp::text_of(result);
+    assert!(!text.is_empty(), "no text content: {result}");
+    text
 }
 
 #[test]
@@ -167,7 +64,7 @@ fn mcp_session_over_stdio() {
     let store = TestStore::new();
     store.add_samples();
     drilldown_fixture(&store);
-    let mut server = Server::start(&store, &[]);
+    let mut server = server(&store, &[]);
 
     let init = server.initialize();
     assert_eq!(
@@ -351,7 +248,7 @@ fn mcp_session_over_stdio() {
         .collect();
     let mut answered = Vec::new();
     while answered.len() < ids.len() {
-        let message = server.receive();
+        let message = server.next();
         assert_eq!(message["result"]["isError"], false, "{message}");
         answered.push(message["id"].as_u64().expect("id"));
     }
@@ -363,7 +260,7 @@ fn mcp_session_over_stdio() {
 fn mcp_errors_are_reported_not_fatal() {
     let store = TestStore::new();
     store.add_samples();
-    let mut server = Server::start(&store, &[]);
+    let mut server = server(&store, &[]);
     server.initialize();
 
     // Arguments that do not fit the schema: JSON-RPC -32602 (invalid params),
@@ -444,7 +341,7 @@ fn mcp_memory_get_reads_qmd_file_hits() {
         .env("QMD_CONFIG_DIR", &config)
         .assert()
         .success();
-    let mut server = Server::start(&store, &[("QMD_CONFIG_DIR", &config)]);
+    let mut server = server(&store, &[("QMD_CONFIG_DIR", &config)]);
     server.initialize();
 
     let page = server.tool(
@@ -467,18 +364,17 @@ fn mcp_memory_get_reads_qmd_file_hits() {
 }
 
 /// Sends raw lines (not necessarily JSON) and collects one answer per line.
-fn raw_answers(server: &mut Server, lines: &[&str]) -> Vec<Value> {
+fn raw_answers(server: &mut Mcp, lines: &[&str]) -> Vec<Value> {
     for line in lines {
-        writeln!(server.stdin, "{line}").expect("write");
+        server.raw(line.as_bytes());
     }
-    server.stdin.flush().expect("flush");
-    (0..lines.len()).map(|_| server.receive()).collect()
+    (0..lines.len()).map(|_| server.next()).collect()
 }
 
 #[test]
 fn mcp_answers_every_line_with_the_right_json_rpc_error() {
     let store = TestStore::new();
-    let mut server = Server::start(&store, &[]);
+    let mut server = server(&store, &[]);
     server.initialize();
     let answers = raw_answers(
         &mut server,
@@ -504,7 +400,7 @@ fn mcp_answers_every_line_with_the_right_json_rpc_error() {
 fn mcp_integer_arguments_are_plain_bounded_integers() {
     let store = TestStore::new();
     store.add_samples();
-    let mut server = Server::start(&store, &[]);
+    let mut server = server(&store, &[]);
     server.initialize();
     let listed = server.call("tools/list", json!({}));
     for tool in listed["result"]["tools"].as_array().expect("tools") {
@@ -556,7 +452,7 @@ fn mcp_negotiates_2025_11_25_by_handshake_and_2026_07_28_by_discovery() {
     let store = TestStore::new();
     store.add_samples();
     let handshake = |version: &str| {
-        let mut server = Server::start(&store, &[]);
+        let mut server = server(&store, &[]);
         let answer = server.call(
             "initialize",
             json!({"protocolVersion": version, "capabilities": {},
@@ -580,7 +476,7 @@ fn mcp_negotiates_2025_11_25_by_handshake_and_2026_07_28_by_discovery() {
         "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}
     });
-    let mut server = Server::start(&store, &[]);
+    let mut server = server(&store, &[]);
     let discovered = server.call("server/discover", json!({"_meta": meta}));
     let versions = discovered["result"]["supportedVersions"].clone();
     assert!(
@@ -620,7 +516,7 @@ fn mcp_search_abstains_and_points_at_the_archive() {
             std::path::PathBuf::from(std::env::var_os("HOME").expect("HOME"))
                 .join(".cache/knowledge-db")
         });
-    let mut server = Server::start(&store, &[("KNOWLEDGE_DB_MODELS", models.as_path())]);
+    let mut server = server(&store, &[("KNOWLEDGE_DB_MODELS", models.as_path())]);
     server.initialize();
 
     let query = "what is the best way to brew a Belgian ale at home";
@@ -676,7 +572,7 @@ fn mcp_search_and_recall_filter_by_origin() {
     let lines: Vec<String> = notes.iter().map(Value::to_string).collect();
     let file = store.write("notes.jsonl", (lines.join("\n") + "\n").as_bytes());
     store.cmd().arg("add").arg(file).assert().success();
-    let mut server = Server::start(&store, &[]);
+    let mut server = server(&store, &[]);
     server.initialize();
     let ids = |answer: &Value, key: &str| -> Vec<String> {
         let mut ids: Vec<String> = answer["structuredContent"][key]

@@ -13,10 +13,9 @@ mod common;
 #[path = "common/secrets.rs"]
 mod secrets;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
+use common::mcp;
 use common::TestStore;
 use secrets::{Planted, Rng};
 use serde_json::{json, Value};
@@ -68,72 +67,6 @@ fn assert_no_secret(planted: &[Planted], text: &str, seed: u64, place: &str) {
             }
         }
     }
-}
-
-/// One MCP session: initialize, then `calls` (tool name, arguments) one
-/// after another; the results in order.
-fn mcp(store: &TestStore, calls: &[(&str, Value)]) -> Vec<Value> {
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("knowledge-db"))
-        .arg("--store")
-        .arg(store.path())
-        .arg("mcp")
-        .env("KNOWLEDGE_DB_UPKEEP", "off")
-        .env("KNOWLEDGE_DB_MODELS", store.dir.path().join("no-models"))
-        .env_remove("KNOWLEDGE_DB_MODEL_DIR")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn mcp");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut next = |stdin: &mut std::process::ChildStdin, id: u64, method: &str, params: Value| {
-        writeln!(
-            stdin,
-            "{}",
-            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-        )
-        .expect("write");
-        stdin.flush().expect("flush");
-        loop {
-            let mut line = String::new();
-            assert!(stdout.read_line(&mut line).expect("read") > 0, "mcp closed");
-            let message: Value = serde_json::from_str(&line).expect("JSON-RPC line");
-            if message["id"] == id {
-                return message;
-            }
-        }
-    };
-    next(
-        &mut stdin,
-        0,
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {},
-               "clientInfo": {"name": "privacy-test", "version": "1"}}),
-    );
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    )
-    .expect("write");
-    let mut results = Vec::new();
-    for (i, (name, arguments)) in calls.iter().enumerate() {
-        let response = next(
-            &mut stdin,
-            i as u64 + 1,
-            "tools/call",
-            json!({"name": name, "arguments": arguments}),
-        );
-        assert!(response.get("error").is_none(), "{name}: {response}");
-        if *name == "memory_add" {
-            assert_ne!(response["result"]["isError"], true, "{name}: {response}");
-        }
-        results.push(response["result"].clone());
-    }
-    drop(stdin);
-    let _ = child.wait();
-    results
 }
 
 /// Runs `hook <event>` with `input` on stdin; its stdout.
@@ -219,7 +152,7 @@ fn everything_given_back(store: &TestStore, planted: &[Planted]) -> String {
     for id in ids.iter().take(60) {
         calls.push(("memory_get", json!({"id": id})));
     }
-    for result in mcp(store, &calls) {
+    for result in mcp::session(store, &calls) {
         out.push_str(&result.to_string());
     }
     out
@@ -285,7 +218,8 @@ fn planted_secrets_never_come_back_from_any_write_path() {
             "content": format!("Remember: {}", p.line), "session_id": "sess-mcp"})
         })
         .collect();
-    mcp(&store, &[("memory_add", json!({"records": mcp_records}))]);
+    let added = mcp::session(&store, &[("memory_add", json!({"records": mcp_records}))]);
+    assert_ne!(added[0]["isError"], true, "{added:?}");
 
     // The hooks, as Claude Code runs them on a live session.
     let live = store.write(

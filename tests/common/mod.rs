@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: a temporary store and the built binary.
 #![allow(dead_code)]
 
+pub mod mcp;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -5,13 +5,14 @@
 //! committed), and a small MCP client.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+#[allow(unused_imports)]
+pub use crate::common::mcp::{is_error, text_of, Mcp};
 
 use crate::common::TestStore;
 
@@ -162,133 +163,18 @@ pub fn peak_rss(pid: u32) -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// A running `knowledge-db mcp` spoken to line by line.
-pub struct Mcp {
-    pub child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-    next_id: u64,
+/// `knowledge-db mcp <args>` of the binary under test on `store`, initialized.
+pub fn mcp(store: &TestStore, args: &[&str]) -> Mcp {
+    mcp_with_env(store, args, &[])
 }
 
-impl Mcp {
-    /// Starts the server on `store` with `args` after `mcp`, without a model.
-    pub fn start(store: &TestStore, args: &[&str]) -> Mcp {
-        Mcp::start_with_env(store, args, &[])
+/// [`mcp`] with more environment variables.
+pub fn mcp_with_env(store: &TestStore, args: &[&str], env: &[(&str, &Path)]) -> Mcp {
+    let mut cmd = kdb(store);
+    cmd.arg("mcp").args(args);
+    crate::common::mcp::without_model(&mut cmd, store);
+    for (key, value) in env {
+        cmd.env(key, value);
     }
-
-    /// [`Mcp::start`] with more environment variables.
-    pub fn start_with_env(store: &TestStore, args: &[&str], env: &[(&str, &Path)]) -> Mcp {
-        let mut cmd = kdb(store);
-        cmd.arg("mcp").args(args);
-        for (key, value) in env {
-            cmd.env(key, value);
-        }
-        cmd.env("KNOWLEDGE_DB_MODELS", store.dir.path().join("no-models"));
-        cmd.env_remove("KNOWLEDGE_DB_MODEL_DIR");
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn mcp");
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().expect("stdout");
-        let (send, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut mcp = Mcp {
-            child,
-            stdin,
-            lines,
-            next_id: 1,
-        };
-        let init = mcp.call(
-            "initialize",
-            json!({
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "hostile-test", "version": "1.0"}
-            }),
-        );
-        assert!(init.get("result").is_some(), "{init}");
-        mcp.raw(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        mcp
-    }
-
-    /// Writes `bytes` and a newline.
-    pub fn raw(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(bytes).expect("write");
-        stdin.write_all(b"\n").expect("write");
-        stdin.flush().expect("flush");
-    }
-
-    /// Writes `bytes` without a newline.
-    pub fn partial(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(bytes).expect("write");
-        stdin.flush().expect("flush");
-    }
-
-    /// The next line from the server within `timeout`, as JSON.
-    pub fn receive(&mut self, timeout: Duration) -> Option<Value> {
-        let line = self.lines.recv_timeout(timeout).ok()?;
-        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
-    }
-
-    /// The answer with `id`, within 60 s.
-    pub fn answer(&mut self, id: &Value) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let message = self
-                .receive(left)
-                .unwrap_or_else(|| panic!("no answer to request {id} within 60 s"));
-            if message["id"] == *id {
-                return message;
-            }
-        }
-    }
-
-    /// Sends a request and returns its answer.
-    pub fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.raw(request.to_string().as_bytes());
-        self.answer(&json!(id))
-    }
-
-    /// Calls a tool; returns its result (`isError` set for a refusal).
-    pub fn tool(&mut self, name: &str, arguments: Value) -> Value {
-        let answer = self.call("tools/call", json!({"name": name, "arguments": arguments}));
-        assert!(answer.get("error").is_none(), "{name}: {answer}");
-        answer["result"].clone()
-    }
-}
-
-impl Drop for Mcp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The text of a tool result.
-pub fn text_of(result: &Value) -> String {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
-/// Whether a tool result is a refusal.
-pub fn is_error(result: &Value) -> bool {
-    result["isError"] == json!(true)
+    Mcp::initialized(cmd)
 }
