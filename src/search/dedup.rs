@@ -9,7 +9,17 @@
 //! whose embeddings are near-identical (cosine similarity at least
 //! [`NEAR_DUPLICATE`]: the same text with a timestamp, a path or a line number
 //! changed). The hit keeps the best-ranked copy and says how many records it
-//! stands for.
+//! stands for: the copies of its text anywhere in the store (under the
+//! filters) and the near-identical candidates that folded into it.
+
+use tantivy::collector::TopDocs;
+use tantivy::query::TermQuery;
+use tantivy::schema::IndexRecordOption;
+use tantivy::{DocAddress, Term};
+
+use super::rank::RankedHit;
+use super::{Filters, Hit, MAX_DUPLICATE_IDS};
+use crate::error::Result;
 
 /// Cosine similarity from which two records count as the same text: a changed
 /// timestamp, id or line count moves MiniLM's embedding of a text by less than
@@ -60,6 +70,78 @@ pub fn same_text(
     match (vector_a, vector_b) {
         (Some(a), Some(b)) => crate::vectors::dot::dot(a, b) >= NEAR_DUPLICATE,
         _ => false,
+    }
+}
+
+impl super::SearchEngine {
+    /// Counts the copies a hit stands for: every record in the store (under
+    /// the filters) with the same embedded text, and the near-identical
+    /// candidates that folded into it.
+    pub(super) fn add_copies(
+        &self,
+        hit: &mut Hit,
+        ranked: &RankedHit,
+        filters: &Filters,
+    ) -> Result<()> {
+        let hash = self.text_hashes(&[ranked.fused.doc])?[0];
+        let mut ids: Vec<String> = Vec::new();
+        let mut same_hash = 0;
+        if let Some(hash) = hash {
+            let query = TermQuery::new(
+                Term::from_field_u64(self.fields.text_hash, hash),
+                IndexRecordOption::Basic,
+            );
+            let query = self.filtered(
+                &query,
+                &Filters {
+                    min_score: None,
+                    ..filters.clone()
+                },
+            );
+            let (count, docs) = self.searcher.search(
+                &*query,
+                &(
+                    tantivy::collector::Count,
+                    TopDocs::with_limit(MAX_DUPLICATE_IDS + 1).order_by_score(),
+                ),
+            )?;
+            same_hash = count.saturating_sub(1);
+            for (_, doc) in docs {
+                if doc != ranked.fused.doc && ids.len() < MAX_DUPLICATE_IDS {
+                    ids.push(self.id_of(doc)?);
+                }
+            }
+        }
+        let hashes = self.text_hashes(&ranked.copies)?;
+        let mut near = 0;
+        for (&doc, copy_hash) in ranked.copies.iter().zip(hashes) {
+            if copy_hash.is_some() && copy_hash == hash {
+                continue; // counted above
+            }
+            near += 1;
+            if ids.len() < MAX_DUPLICATE_IDS {
+                ids.push(self.id_of(doc)?);
+            }
+        }
+        hit.copies = 1 + same_hash + near;
+        hit.duplicates = ids;
+        Ok(())
+    }
+
+    /// The text hash (of the embedded text) of each of `docs`.
+    pub(super) fn text_hashes(&self, docs: &[DocAddress]) -> Result<Vec<Option<u64>>> {
+        let mut columns = Vec::with_capacity(self.searcher.segment_readers().len());
+        for segment in self.searcher.segment_readers() {
+            columns.push(segment.fast_fields().u64("text_hash")?);
+        }
+        Ok(docs
+            .iter()
+            .map(|d| {
+                columns
+                    .get(d.segment_ord as usize)
+                    .and_then(|c| c.first(d.doc_id))
+            })
+            .collect())
     }
 }
 

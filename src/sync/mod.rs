@@ -36,29 +36,36 @@
 //!
 //! **Origins.** Pulled records say who wrote them (`sync.origin`, `[sync]
 //! origin`, by default `user@host`); search filters on it.
+//!
+//! This file holds the settings, the report and one run's frame; the run's
+//! two steps are rooms of their own (`push.rs`, `pull.rs`), and so is what
+//! `stats` shows of sync without reaching the server (`status.rs`).
 
 pub mod connect;
 pub mod local;
 pub mod manifest;
+mod pull;
+mod push;
 pub mod remote;
 pub mod scope;
 pub mod state;
+mod status;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
-use crate::record::parse::{format_time_millis, parse_time_millis};
+use crate::record::parse::parse_time_millis;
 use crate::record::Record;
 use crate::store::Store;
-use local::{Held, Incoming, Loaded, RemoteVector};
+use local::Loaded;
 use manifest::{Entry, Manifest};
 use remote::{Remote, Row};
 use scope::Scopes;
 pub use state::State;
+pub use status::{due, status, Status};
 
 /// The key of a pulled record's JSON that says where it came from.
 pub const MARK_KEY: &str = "sync";
@@ -383,377 +390,6 @@ impl<'a> Run<'a> {
         Ok(self.report)
     }
 
-    /// Finds what changed here since the manifest and pushes it, a batch at
-    /// a time.
-    fn push(&mut self, progress: &mut dyn FnMut(&str, u64, u64)) -> Result<()> {
-        let held = local::held(self.store)?;
-        let (candidates, unshared) = self.candidates(&held);
-        self.manifest.record(unshared)?;
-        let tombstones = self.disappeared(&held)?;
-        let total = (candidates.len() + tombstones.len()) as u64;
-        let mut done = 0u64;
-        progress("push", done, total);
-        for chunk in candidates.chunks(self.settings.batch) {
-            let loaded = local::load(self.store, chunk)?;
-            let rows = self.classify(loaded)?;
-            self.push_rows(rows)?;
-            done += chunk.len() as u64;
-            progress("push", done, total);
-        }
-        for chunk in tombstones.chunks(self.settings.batch) {
-            self.push_rows(chunk.iter().map(|row| (row.clone(), None)).collect())?;
-            done += chunk.len() as u64;
-            progress("push", done, total);
-        }
-        Ok(())
-    }
-
-    /// Ids whose version differs from the manifest's, and the new ids that a
-    /// namespace alone shows to be unshared (noted without reading them).
-    fn candidates(&self, held: &HashMap<String, Held>) -> (Vec<(String, bool)>, Notes) {
-        let mut candidates = Vec::new();
-        let mut unshared = Vec::new();
-        for (id, h) in held {
-            let known = self.manifest.get(id);
-            if known.and_then(Entry::local) == Some(h.hash) {
-                continue;
-            }
-            let never_synced = !matches!(known, Some(Entry::Synced { .. } | Entry::Gone { .. }));
-            if never_synced
-                && self.settings.scopes.decides_by_namespace(&h.namespace) == Some(false)
-                && !id.starts_with("pruned-messages:")
-            {
-                // A pulled copy of an unshared namespace lands here too after
-                // an interrupted pull; the pull sets its entry right.
-                unshared.push((id.clone(), Entry::Local { local: h.hash }));
-                continue;
-            }
-            candidates.push((id.clone(), h.archived));
-        }
-        candidates.sort();
-        (candidates, unshared)
-    }
-
-    /// Tombstones for synced records no longer held here (retention's
-    /// pruning excepted: that is this machine's choice, not a delete).
-    fn disappeared(&self, held: &HashMap<String, Held>) -> Result<Vec<Row>> {
-        let gone: Vec<&String> = self
-            .manifest
-            .iter()
-            .filter(|(id, entry)| matches!(entry, Entry::Synced { .. }) && !held.contains_key(*id))
-            .map(|(id, _)| id)
-            .collect();
-        if gone.is_empty() {
-            return Ok(Vec::new());
-        }
-        let pruned = local::pruned_ids(self.store, held)?;
-        let now = now_ms();
-        let mut rows: Vec<Row> = gone
-            .into_iter()
-            .filter(|id| !pruned.contains(*id))
-            .map(|id| tombstone(id, &self.settings.origin, now))
-            .collect();
-        rows.sort_by(|a, b| a.id.cmp(&b.id));
-        Ok(rows)
-    }
-
-    /// Decides for each changed record: push it, or note it (a pulled copy,
-    /// a pruned copy, an unshared record, a version the server has). Rows
-    /// come with the store version hash of the record they push.
-    fn classify(&mut self, loaded: Vec<Loaded>) -> Result<Vec<(Row, Option<u64>)>> {
-        let mut rows = Vec::new();
-        let mut notes = Vec::new();
-        for l in loaded {
-            let version = content_version(&l.record);
-            let id = l.record.id.clone();
-            if local::is_pruned_copy(&l.record) {
-                notes.push((id, Entry::Local { local: l.hash }));
-                continue;
-            }
-            if let Some((origin, marked, written)) = mark_of(&l.record) {
-                if marked == version {
-                    notes.push((
-                        id,
-                        Entry::Synced {
-                            local: l.hash,
-                            version,
-                            origin,
-                            written_ms: written,
-                        },
-                    ));
-                    continue;
-                }
-            }
-            if let Some(Entry::Synced {
-                version: known,
-                origin,
-                written_ms,
-                ..
-            }) = self.manifest.get(&id)
-            {
-                if *known == version {
-                    let entry = Entry::Synced {
-                        local: l.hash,
-                        version,
-                        origin: origin.clone(),
-                        written_ms: *written_ms,
-                    };
-                    notes.push((id, entry));
-                    continue;
-                }
-            }
-            if !self.settings.scopes.shares(&l.record) {
-                notes.push((id, Entry::Local { local: l.hash }));
-                continue;
-            }
-            rows.push((self.row_of(&l, version), Some(l.hash)));
-        }
-        self.manifest.record(notes)?;
-        Ok(rows)
-    }
-
-    /// The row that pushes a local record.
-    fn row_of(&self, l: &Loaded, version: u64) -> Row {
-        // Every write redacted this record already; a store written before
-        // redaction existed (or before a `[privacy]` pattern was added) may
-        // still hold a secret, and nothing private leaves the machine. A
-        // record that changes goes without its vector (made from the secret):
-        // the puller embeds it.
-        let mut record = l.record.clone();
-        let redacted =
-            !crate::privacy::redact_record(self.store.redactor(), &mut record).is_empty();
-        let l = &Loaded {
-            record,
-            hash: l.hash,
-            vector: if redacted { None } else { l.vector.clone() },
-        };
-        let mut line = crate::export::line(&l.record);
-        if let Some(object) = line.as_object_mut() {
-            // Reads are each machine's own; the tier and pruning too.
-            for key in ["access_count", "last_accessed", "archived_at", "dropped"] {
-                object.remove(key);
-            }
-            object.insert("tier".into(), json!("l2"));
-            object.insert("pruned".into(), json!(false));
-            if let Some(source) = object.get_mut("source").and_then(Value::as_object_mut) {
-                source.remove(MARK_KEY);
-            }
-        }
-        let (text_hash, embedding) = match &l.vector {
-            Some((hash, v)) => (Some(format!("{hash:016x}")), Some(v.clone())),
-            None => (None, None),
-        };
-        Row {
-            id: l.record.id.clone(),
-            seq: 0,
-            origin: self.settings.origin.clone(),
-            written_ms: written_ms(&l.record),
-            deleted: false,
-            kind: Some(l.record.kind.as_str().to_string()),
-            namespace: Some(l.record.namespace.clone()),
-            project: l
-                .record
-                .source
-                .get("project")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            version: format!("{version:016x}"),
-            record: Some(line.to_string()),
-            model: embedding
-                .as_ref()
-                .map(|_| crate::embed::MODEL_ID.to_string()),
-            recipe: embedding
-                .as_ref()
-                .and_then(|_| i32::try_from(self.store.embedding_rules()).ok()),
-            text_hash,
-            embedding,
-        }
-    }
-
-    /// Pushes rows (with the store version hash of each record pushed; none
-    /// for tombstones); notes what the server took, and writes here the
-    /// newer versions that beat the others.
-    fn push_rows(&mut self, batch: Vec<(Row, Option<u64>)>) -> Result<()> {
-        if batch.is_empty() {
-            return Ok(());
-        }
-        let (rows, hashes): (Vec<Row>, Vec<Option<u64>>) = batch.into_iter().unzip();
-        self.report.push_bytes += rows.iter().map(row_bytes).sum::<u64>();
-        let taken: HashSet<String> = self.remote.push(&rows)?.into_iter().collect();
-        let mut notes = Vec::new();
-        let mut lost = Vec::new();
-        for (row, hash) in rows.iter().zip(hashes) {
-            if !taken.contains(&row.id) {
-                lost.push(row.id.clone());
-                continue;
-            }
-            if row.deleted {
-                self.report.pushed_tombstones += 1;
-                notes.push((
-                    row.id.clone(),
-                    Entry::Gone {
-                        origin: row.origin.clone(),
-                        written_ms: row.written_ms,
-                    },
-                ));
-            } else {
-                self.report.pushed += 1;
-                notes.push((
-                    row.id.clone(),
-                    Entry::Synced {
-                        local: hash.unwrap_or(0),
-                        version: parse_version(&row.version)?,
-                        origin: row.origin.clone(),
-                        written_ms: row.written_ms,
-                    },
-                ));
-            }
-        }
-        self.manifest.record(notes)?;
-        if !lost.is_empty() {
-            let winners = self.remote.rows(&lost)?;
-            // Ids whose row the server has as we sent it (an earlier push of
-            // ours) are noted; the others lost to a newer write.
-            let mut changed = Vec::new();
-            for row in winners {
-                let ours = rows.iter().find(|r| r.id == row.id);
-                let same = ours.is_some_and(|o| {
-                    o.deleted == row.deleted && (row.deleted || o.version == row.version)
-                });
-                if !same {
-                    self.report.push_conflicts_lost += 1;
-                }
-                changed.push(row);
-            }
-            self.apply(changed, false)?;
-        }
-        Ok(())
-    }
-
-    /// Pulls every row past the cursor, a batch at a time.
-    fn pull(&mut self, progress: &mut dyn FnMut(&str, u64, u64)) -> Result<()> {
-        let mut state = State::read(self.store.root());
-        let (_, highest) = self.remote.counts()?;
-        let start = state.cursor;
-        let total = (highest - start).max(0) as u64;
-        progress("pull", 0, total);
-        loop {
-            let rows = self.remote.pull(
-                state.cursor,
-                self.settings.batch as i64,
-                &self.settings.origin,
-            )?;
-            let Some(last) = rows.last().map(|r| r.seq) else {
-                break;
-            };
-            let rows = self.complete_own(rows)?;
-            self.report.pull_bytes += rows.iter().map(row_bytes).sum::<u64>();
-            self.apply(rows, true)?;
-            state.cursor = last;
-            state.save(self.store.root())?;
-            progress("pull", (last - start).max(0) as u64, total);
-        }
-        Ok(())
-    }
-
-    /// This store's own rows come from the pull without their payload: those
-    /// the manifest knows as they are are noted as unchanged and dropped; the
-    /// others (a store that lost its copy) are read whole.
-    fn complete_own(&mut self, rows: Vec<Row>) -> Result<Vec<Row>> {
-        let mut keep = Vec::with_capacity(rows.len());
-        let mut fetch = Vec::new();
-        for row in rows {
-            let own = row.origin == self.settings.origin && !row.deleted && row.record.is_none();
-            if !own {
-                keep.push(row);
-                continue;
-            }
-            let known = match self.manifest.get(&row.id) {
-                Some(Entry::Synced {
-                    version,
-                    origin,
-                    written_ms,
-                    ..
-                }) => {
-                    format!("{version:016x}") == row.version
-                        && *origin == row.origin
-                        && *written_ms == row.written_ms
-                }
-                _ => false,
-            };
-            if known {
-                self.report.pulled_unchanged += 1;
-            } else {
-                fetch.push(row.id);
-            }
-        }
-        if !fetch.is_empty() {
-            keep.extend(self.remote.rows(&fetch)?);
-        }
-        Ok(keep)
-    }
-
-    /// Writes pulled rows here: newer versions replace, tombstones delete,
-    /// versions already here are only noted. `pulled` counts them as pulled
-    /// (false: winners fetched after a lost push).
-    fn apply(&mut self, rows: Vec<Row>, pulled: bool) -> Result<()> {
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
-        let here = self.held_now(&ids)?;
-        let mut writes: Vec<Incoming> = Vec::new();
-        let mut deletes: Vec<String> = Vec::new();
-        let mut notes = Vec::new();
-        for row in rows {
-            let known = self.manifest.get(&row.id);
-            let local = here.get(&row.id);
-            let changed_here = local.is_some_and(|l| known.and_then(Entry::local) != Some(l.hash));
-            let unshared_here = matches!(known, Some(Entry::Local { .. }));
-            if let Some(l) = local.filter(|_| changed_here || unshared_here) {
-                // A change here not pushed yet, or a record of the same id
-                // that is not shared: the newer write wins.
-                let mine = (written_ms(&l.record), self.settings.origin.as_str());
-                if mark_of(&l.record).is_none() && mine > (row.written_ms, row.origin.as_str()) {
-                    self.report.pulled_older += 1;
-                    continue;
-                }
-            }
-            let stamp = Entry::Gone {
-                origin: row.origin.clone(),
-                written_ms: row.written_ms,
-            };
-            if row.deleted {
-                match local {
-                    Some(_) => deletes.push(row.id.clone()),
-                    None => self.report.pulled_unchanged += u64::from(pulled),
-                }
-                notes.push((row.id.clone(), stamp));
-                continue;
-            }
-            let version = parse_version(&row.version)?;
-            if let Some(l) = local.filter(|l| content_version(&l.record) == version) {
-                self.report.pulled_unchanged += u64::from(pulled);
-                notes.push((row.id.clone(), synced(&row, l.hash, version)));
-                continue;
-            }
-            let incoming = incoming_of(&row)?;
-            let hash = crate::index::record_hash(&incoming.record);
-            if pulled {
-                self.report.pulled += 1;
-                self.report.pulled_with_vector += u64::from(incoming.vector.is_some());
-            }
-            notes.push((row.id.clone(), synced(&row, hash, version)));
-            writes.push(incoming);
-        }
-        let timeout = self.options.lock_timeout;
-        local::write(self.store, writes, timeout)?;
-        let deleted = local::delete(self.store, &deletes, timeout)?;
-        self.report.pulled_deletes += deleted as u64;
-        self.manifest.record(notes)?;
-        Ok(())
-    }
-
     /// The records of `ids` held here now, read whole.
     fn held_now(&self, ids: &[String]) -> Result<HashMap<String, Loaded>> {
         let searcher = self.store.reader()?.searcher();
@@ -794,65 +430,9 @@ impl<'a> Run<'a> {
     }
 }
 
-fn synced(row: &Row, local: u64, version: u64) -> Entry {
-    Entry::Synced {
-        local,
-        version,
-        origin: row.origin.clone(),
-        written_ms: row.written_ms,
-    }
-}
-
-fn tombstone(id: &str, origin: &str, written_ms: i64) -> Row {
-    Row {
-        id: id.to_string(),
-        seq: 0,
-        origin: origin.to_string(),
-        written_ms,
-        deleted: true,
-        kind: None,
-        namespace: None,
-        project: None,
-        version: String::new(),
-        record: None,
-        model: None,
-        recipe: None,
-        text_hash: None,
-        embedding: None,
-    }
-}
-
 fn parse_version(text: &str) -> Result<u64> {
     u64::from_str_radix(text, 16)
         .map_err(|_| Error::Sync(format!("a row's version `{text}` is not 16 hex digits")))
-}
-
-/// A pulled row as the record to write here.
-fn incoming_of(row: &Row) -> Result<Incoming> {
-    let text = row
-        .record
-        .as_deref()
-        .ok_or_else(|| Error::Sync(format!("remote record `{}` has no record", row.id)))?;
-    let line: Value = serde_json::from_str(text)
-        .map_err(|e| Error::Sync(format!("remote record `{}`: {e}", row.id)))?;
-    let written_at = format_time_millis(row.written_ms);
-    let mark = json!({
-        "origin": row.origin,
-        "version": row.version,
-        "written_at": written_at,
-    });
-    local::incoming(
-        &row.id,
-        line,
-        mark,
-        &written_at,
-        RemoteVector {
-            model: row.model.clone(),
-            recipe: row.recipe,
-            text_hash: row.text_hash.clone(),
-            embedding: row.embedding.clone(),
-        },
-    )
 }
 
 /// About how many bytes a row takes on the wire.
@@ -866,109 +446,10 @@ fn row_bytes(row: &Row) -> u64 {
     (text + row.embedding.as_ref().map_or(0, |v| v.len() * 4)) as u64
 }
 
-/// What `stats` and `hook doctor` show of sync.
-#[derive(Debug, Clone, Serialize)]
-pub struct Status {
-    /// Whether a server is named (`--url` aside).
-    pub configured: bool,
-    /// Where the URL comes from.
-    pub url_from: String,
-    /// The server, password hidden.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub server: Option<String>,
-    /// This store's origin name.
-    pub origin: String,
-    /// The shared scopes.
-    pub shared: Vec<String>,
-    /// Seconds between background syncs, when set.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub every_secs: Option<i64>,
-    /// When the last sync succeeded.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_sync: Option<String>,
-    /// Records changed here since the last sync that the next one pushes
-    /// (tombstones included).
-    pub pending_pushes: u64,
-    /// Records on the server at the last sync.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub remote_records: Option<u64>,
-    /// Records pulled from the server that this store holds.
-    pub pulled_here: u64,
-    /// The last error, if the last sync failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_error: Option<state::Failure>,
-    /// Failures in a row.
-    pub failures: u32,
-}
-
-/// The sync state of `store`, without reaching the server: the state file,
-/// and the pending pushes counted as the next push would find them.
-pub fn status(store: &Store) -> Result<Status> {
-    let settings = Settings::of(store, &SyncOptions::default())?;
-    let state = State::read(store.root());
-    let manifest = Manifest::load(&state::dir(store.root()), &settings.scopes.fingerprint())?;
-    let held = local::held(store)?;
-    let mut pending = 0u64;
-    for (id, h) in &held {
-        let known = manifest.get(id);
-        if known.and_then(Entry::local) == Some(h.hash) {
-            continue;
-        }
-        let synced_before = matches!(known, Some(Entry::Synced { .. }));
-        if synced_before || settings.scopes.decides_by_namespace(&h.namespace) != Some(false) {
-            pending += 1;
-        }
-    }
-    let gone = manifest
-        .iter()
-        .filter(|(id, e)| matches!(e, Entry::Synced { .. }) && !held.contains_key(*id))
-        .count() as u64;
-    let pulled_here = manifest
-        .iter()
-        .filter(|(id, e)| {
-            matches!(e, Entry::Synced { origin, .. } if *origin != settings.origin)
-                && held.contains_key(*id)
-        })
-        .count() as u64;
-    Ok(Status {
-        configured: settings.url.is_some(),
-        url_from: if settings.url.is_some() {
-            settings.url_from.to_string()
-        } else {
-            "the last sync".to_string()
-        },
-        server: settings
-            .url
-            .as_deref()
-            .map(connect::hide_password)
-            .or(state.server.clone()),
-        origin: settings.origin,
-        shared: settings.scopes.names(),
-        every_secs: settings.every_secs,
-        last_sync: state.last_sync,
-        pending_pushes: pending + gone,
-        remote_records: state.remote_records,
-        pulled_here,
-        last_error: state.last_error,
-        failures: state.failures,
-    })
-}
-
-/// Whether the upkeep should sync now: a server and `[sync] every` are set,
-/// and `every` has passed since the last attempt (longer after failures).
-/// Reads one small file; never reaches the server.
-pub fn due(store: &Store) -> bool {
-    let Ok(settings) = Settings::of(store, &SyncOptions::default()) else {
-        return false;
-    };
-    let (Some(_), Some(every)) = (&settings.url, settings.every_secs) else {
-        return false;
-    };
-    State::read(store.root()).next_due_unix(every) <= crate::now_unix()
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::{json, Value};
+
     use super::*;
 
     fn record(source: Value) -> Record {

@@ -1,0 +1,142 @@
+//! Why a search answers what it answers: the explanation of an empty answer
+//! (an empty store, a query without searchable words, no match, filters that
+//! exclude every match, a minimum score nothing reaches) and the query words
+//! no record holds, which results found for the rest of the query are not about.
+
+use tantivy::query::Query;
+use tantivy::Term;
+
+use super::query::whole_and_parts;
+use super::{Filters, SearchEngine};
+use crate::error::Result;
+
+/// Most words [`SearchEngine::unknown_words`] reports.
+pub const MAX_UNKNOWN_WORDS: usize = 10;
+
+/// `"a", "b"`: the words as messages quote them.
+pub fn quoted_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| format!("\"{w}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The sentence an explanation gains when some query words are held by no
+/// record (empty when there are none).
+pub(super) fn held_by_none(words: &[String]) -> String {
+    match words {
+        [] => String::new(),
+        [_] => format!("; no record holds the word {}", quoted_words(words)),
+        _ => format!("; no record holds the words {}", quoted_words(words)),
+    }
+}
+
+/// The explanation of an answer emptied by the minimum score.
+pub(super) fn nothing_relevant(best: f32, min_score: f32) -> String {
+    format!(
+        "nothing relevant: the best match scores {best:.3}, under the minimum score {min_score:.2} \
+         (weak matches are shown with `--all` or `--min-score 0`; over MCP, `minScore: 0`)"
+    )
+}
+
+impl SearchEngine {
+    /// The words of `query` (as written, at most [`MAX_UNKNOWN_WORDS`]) that
+    /// hold something no searched record holds in any text field: a
+    /// technology, a name or a typo the store has never seen. A word counts
+    /// as held when a record holds it whole, or holds every part of it (split
+    /// at punctuation and camelCase, as the index splits it): `parseConfigV2`
+    /// is named when no record holds it and one of `parse`, `config`, `v2` is
+    /// new, `ischaemia/reperfusion` is not when both halves are known. A
+    /// search's results for such a query match its other words only, which a
+    /// model reading the answer should know. (A term held only by deleted
+    /// records still counts as held, so a word is never named wrongly.)
+    pub fn unknown_words(&self, query: &str) -> Vec<String> {
+        let fields = self.fields.text_fields();
+        let held = |term: &str| {
+            fields.iter().any(|(field, _)| {
+                self.searcher
+                    .doc_freq(&Term::from_field_text(*field, term))
+                    .is_ok_and(|df| df > 0)
+            })
+        };
+        let mut unknown: Vec<String> = Vec::new();
+        for word in query.split_whitespace() {
+            let word = word.trim_matches(|c: char| !c.is_alphanumeric());
+            let Some((whole, parts)) = whole_and_parts(&self.analyzer, word) else {
+                continue;
+            };
+            if held(&whole) || parts.iter().all(|part| held(part)) {
+                continue;
+            }
+            if !unknown.iter().any(|w| w.eq_ignore_ascii_case(word)) {
+                unknown.push(word.to_string());
+            }
+            if unknown.len() == MAX_UNKNOWN_WORDS {
+                break;
+            }
+        }
+        unknown
+    }
+
+    /// Why a search returned nothing: empty store, no searchable words, filters, or no match.
+    pub(super) fn explain_empty(
+        &self,
+        terms: &[String],
+        text_query: &dyn Query,
+        filters: &Filters,
+    ) -> Result<String> {
+        if self.searcher.num_docs() == 0 {
+            return Ok(match self.archived_records()? {
+                0 => "the store is empty: add records with `knowledge-db add PATH`".into(),
+                n => format!(
+                    "no record is left in the searchable store (L2): all {n} record{} {} archived \
+                     in L3; search them with `--tier all` (or `--tier l3`; over MCP, `tier: \"l3\"`), \
+                     or bring them back with `knowledge-db restore`",
+                    if n == 1 { "" } else { "s" },
+                    if n == 1 { "is" } else { "are" },
+                ),
+            });
+        }
+        if terms.is_empty() {
+            return Ok("the query has no searchable words (only punctuation or symbols)".into());
+        }
+        let unfiltered = self.count(text_query)?;
+        if unfiltered == 0 {
+            return Ok(format!(
+                "no record in the store ({} records) contains any of the query's terms: {}",
+                self.searcher.num_docs(),
+                terms.join(", ")
+            ));
+        }
+        let mut reasons = Vec::new();
+        for (flag, single) in filters.each_alone() {
+            let passing = self.count(&*self.filtered(text_query, &single))?;
+            reasons.push(format!("{flag} keeps {passing}"));
+        }
+        let mut message = format!(
+            "{unfiltered} record{} the query, but the filters exclude all of them ({})",
+            if unfiltered == 1 {
+                " matches"
+            } else {
+                "s match"
+            },
+            reasons.join("; ")
+        );
+        if filters.namespace.is_some() {
+            message.push_str("; try --all-namespaces, or `knowledge-db stats` to list namespaces");
+        }
+        Ok(message)
+    }
+
+    /// How many records the archive (L3) holds.
+    fn archived_records(&self) -> Result<u64> {
+        let archive = crate::archive::Archive::new(&self.root);
+        Ok(
+            match crate::archive::l3::L3Index::open_existing(&archive)? {
+                Some(index) => index.reader()?.searcher().num_docs(),
+                None => 0,
+            },
+        )
+    }
+}
