@@ -469,7 +469,7 @@ fn privacy_settings_in_config_toml_reach_every_write_and_a_bad_one_is_named() {
     let store = TestStore::new();
     let config = store.path().join("config.toml");
     let text = std::fs::read_to_string(&config).expect("config");
-    let ours = "[privacy]\nredact = true\nallow = [\"ghp_000000000000000000000000000000000000\"]\nallow_patterns = []\n\n[[privacy.extra_patterns]]\nname = \"acme-token\"\nregex = '''acme_[a-z0-9]{24}'''\nkeywords = [\"acme_\"]\n";
+    let ours = "[privacy]\nredact = true\nallow = [\"ghp_000000000000000000000000000000000000\"]\nallow_patterns = []\n\n[[privacy.extra_patterns]]\nname = \"acme-token\"\nregex = '''acme_[a-z0-9]{24}'''\nkeywords = [\"acme_\"]\n\n[[privacy.extra_patterns]]\nname = \"acme-key\"\nregex = '''acmekey:[a-z0-9]{20}'''\nkeywords = [\"acmekey:\"]\n";
     let start = text.find("[privacy]").expect("a [privacy] table");
     std::fs::write(&config, format!("{}{ours}", &text[..start])).expect("config");
     let note = json!({"id": "n1", "kind": "note", "title": "tokens",
@@ -495,6 +495,36 @@ fn privacy_settings_in_config_toml_reach_every_write_and_a_bad_one_is_named() {
         got.contains("ghp_000000000000000000000000000000000000"),
         "the allowed value went: {got}"
     );
+    // The hooks' files too: the custom rule sees the whole text, before the
+    // session state splits it into terms (`acme_` and the value apart).
+    let custom = "acmekey:9z8y7x6w5v4u3t2s1r0q";
+    let session = "custom-rule-session";
+    let line = json!({"type": "user", "sessionId": session, "uuid": "u1",
+        "timestamp": "2026-11-27T00:00:00Z", "cwd": "/home/dev/project",
+        "message": {"role": "user", "content": format!("deploy with {custom} please")}});
+    let transcript = store.write(&format!("{session}.jsonl"), format!("{line}\n").as_bytes());
+    hook(
+        &store,
+        "post-tool-use",
+        &hook_input(
+            session,
+            &transcript,
+            "PostToolUse",
+            json!({"tool_name": "Bash", "tool_input": {"command": "true"}}),
+        ),
+    );
+    hook(
+        &store,
+        "stop",
+        &hook_input(session, &transcript, "Stop", json!({})),
+    );
+    for (path, text) in files_text(&store.path()) {
+        assert!(
+            !text.contains("9z8y7x6w5v4u3t2s"),
+            "{} holds the custom secret",
+            path.display()
+        );
+    }
 
     let bad = format!(
         "{}[privacy]\n[[privacy.extra_patterns]]\nname = \"x\"\nregex = '''acme_[a-z'''\n",
