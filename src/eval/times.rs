@@ -21,7 +21,7 @@ use knowledge_db::search::dates::DateHint;
 /// `timestamp`, in `dir`; `None` when the first document has no `date_time`
 /// (the corpus is added as it is).
 pub(super) fn with_record_times(corpus: &Path, dir: &Path) -> Result<Option<std::path::PathBuf>> {
-    let first_has_time = super::first_json_line(corpus)?
+    let first_has_time = super::corpus::first_json_line(corpus)?
         .pointer("/metadata/date_time")
         .is_some_and(Value::is_string);
     if !first_has_time {
