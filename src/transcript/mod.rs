@@ -13,6 +13,7 @@
 //! Reading can resume at a byte offset, so a transcript that grew is read only
 //! from where the last read stopped.
 
+mod build;
 pub mod claude_code;
 pub mod generic;
 pub mod ingest;
@@ -26,6 +27,8 @@ use serde_json::Value;
 
 use crate::bounded::Limit;
 use crate::error::{Error, Result};
+pub use build::{blocks_from, result_text, Builder};
+use build::{parse_line, str_of, LineParser};
 
 /// Who speaks in a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -687,144 +690,6 @@ fn file_stem(path: &Path) -> String {
     name.to_string()
 }
 
-/// Parses one line, which may hold several JSON values glued together by a torn write.
-/// Bytes that are not UTF-8 become U+FFFD (counted), so one bad byte does
-/// not lose the message around it.
-fn parse_line(line: &[u8], parser: &mut dyn LineParser, builder: &mut Builder) {
-    let trimmed = line.trim_ascii();
-    if trimmed.is_empty() {
-        return;
-    }
-    let repaired;
-    let trimmed = match std::str::from_utf8(trimmed) {
-        Ok(_) => trimmed,
-        Err(_) => {
-            builder.skipped.invalid_utf8_bytes += invalid_utf8_bytes(trimmed);
-            repaired = String::from_utf8_lossy(trimmed).into_owned();
-            repaired.as_bytes()
-        }
-    };
-    let mut values = serde_json::Deserializer::from_slice(trimmed).into_iter::<Value>();
-    let mut read_any = false;
-    loop {
-        match values.next() {
-            Some(Ok(value)) => {
-                if read_any {
-                    builder.skipped.glued_values += 1;
-                }
-                read_any = true;
-                parser.line(&value, builder);
-            }
-            Some(Err(_)) => {
-                builder.skipped.non_json += 1;
-                break;
-            }
-            None => break,
-        }
-    }
-}
-
-/// One format's reading of a JSON line into the builder.
-trait LineParser {
-    fn line(&mut self, value: &Value, out: &mut Builder);
-}
-
-/// Collects messages as lines are read, with where each came from.
-pub struct Builder {
-    messages: Vec<Message>,
-    titles: Vec<String>,
-    cwd: Option<String>,
-    skipped: Skipped,
-    session_id: Option<String>,
-    lines: usize,
-    line: usize,
-    offset: u64,
-    prompts_before: u64,
-}
-
-impl Builder {
-    fn new(prompts_before: u64) -> Builder {
-        Builder {
-            messages: Vec::new(),
-            titles: Vec::new(),
-            cwd: None,
-            skipped: Skipped::default(),
-            session_id: None,
-            lines: 0,
-            line: 0,
-            offset: 0,
-            prompts_before,
-        }
-    }
-
-    /// Notes the session's working directory (the first one given wins).
-    fn saw_cwd(&mut self, cwd: Option<String>) {
-        if self.cwd.is_none() {
-            self.cwd = cwd.filter(|c| !c.is_empty());
-        }
-    }
-
-    fn at(&mut self, line: usize, offset: u64) {
-        self.line = line;
-        self.offset = offset;
-    }
-
-    /// Adds a message read from the current line.
-    fn push(&mut self, mut message: Message) {
-        message.line = self.line;
-        message.byte_offset = self.offset;
-        if self.session_id.is_none() {
-            self.session_id.clone_from(&message.session_id);
-        }
-        self.messages.push(message);
-    }
-
-    /// The last message, if it continues API response `response_id` (same line group).
-    fn continuing(&mut self, response_id: &str, sidechain: bool) -> Option<&mut Message> {
-        self.messages.last_mut().filter(|m| {
-            m.role == Role::Assistant
-                && m.is_sidechain == sidechain
-                && m.response_id.as_deref() == Some(response_id)
-        })
-    }
-
-    fn finish(
-        mut self,
-        path: &Path,
-        format: Format,
-        stem: String,
-        total: usize,
-        start: usize,
-        end: usize,
-    ) -> Transcript {
-        let session_id = self.session_id.unwrap_or(stem);
-        let mut prompts = self.prompts_before;
-        for message in &mut self.messages {
-            if message.session_id.is_none() {
-                message.session_id = Some(session_id.clone());
-            }
-            if message.is_prompt() {
-                prompts += 1;
-            }
-            message.turn_index = prompts.saturating_sub(1);
-        }
-        Transcript {
-            path: path.to_path_buf(),
-            format,
-            session_id,
-            messages: self.messages,
-            titles: self.titles,
-            cwd: self.cwd,
-            skipped: self.skipped,
-            lines: self.lines,
-            total_bytes: total as u64,
-            start_offset: start as u64,
-            end_offset: end as u64,
-            prompts_before: self.prompts_before,
-        }
-    }
-}
-
 /// Guesses the format from the first JSON lines of a transcript.
 pub fn detect_format(bytes: &[u8]) -> Option<Format> {
     if generic::is_whole_json(bytes) {
@@ -856,97 +721,6 @@ pub fn detect_format(bytes: &[u8]) -> Option<Format> {
     None
 }
 
-/// Reads the content of a message given as a string or a list of blocks in any of
-/// the formats' spellings (Anthropic, OpenAI, pi). Unknown blocks are dropped.
-pub fn blocks_from(content: &Value) -> Vec<Block> {
-    match content {
-        Value::String(s) => vec![Block::Text { text: s.clone() }],
-        Value::Array(items) => items.iter().filter_map(block_from).collect(),
-        Value::Null => Vec::new(),
-        other => vec![Block::Text {
-            text: other.to_string(),
-        }],
-    }
-}
-
-fn block_from(item: &Value) -> Option<Block> {
-    let s = |key: &str| item.get(key).and_then(Value::as_str).map(str::to_string);
-    if let Value::String(text) = item {
-        return Some(Block::Text { text: text.clone() });
-    }
-    let Some(kind) = item.get("type").and_then(Value::as_str) else {
-        // Gemini-style parts: `{"text": "…"}` without a type.
-        return s("text").map(|text| Block::Text { text });
-    };
-    match kind {
-        "text" | "input_text" | "output_text" => Some(Block::Text { text: s("text")? }),
-        "thinking" | "reasoning" => Some(Block::Thinking {
-            thinking: s("thinking").or_else(|| s("text")).unwrap_or_default(),
-        }),
-        "redacted_thinking" => None,
-        "tool_use" | "toolCall" | "tool_call" | "function_call" => Some(Block::ToolUse {
-            id: s("id").or_else(|| s("call_id")).unwrap_or_default(),
-            name: s("name").unwrap_or_default(),
-            input: item
-                .get("input")
-                .or_else(|| item.get("arguments"))
-                .cloned()
-                .unwrap_or(Value::Null),
-        }),
-        "tool_result" | "toolResult" => Some(Block::ToolResult {
-            tool_use_id: s("tool_use_id")
-                .or_else(|| s("toolCallId"))
-                .unwrap_or_default(),
-            content: result_text(item.get("content").unwrap_or(&Value::Null)),
-            is_error: item
-                .get("is_error")
-                .or_else(|| item.get("isError"))
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-            name: s("name").or_else(|| s("toolName")),
-        }),
-        "image" => Some(Block::Image {
-            media_type: item
-                .get("source")
-                .and_then(|src| src.get("media_type"))
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .or_else(|| s("mimeType")),
-        }),
-        _ => None,
-    }
-}
-
-/// A tool result's content as text: a string, or the text of its blocks.
-pub fn result_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(items) => items
-            .iter()
-            .map(|item| match item {
-                Value::String(s) => s.clone(),
-                _ => match item.get("type").and_then(Value::as_str) {
-                    Some("text") => item
-                        .get("text")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    Some("image") => "[image]".to_string(),
-                    _ => item.to_string(),
-                },
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
-
-/// A string field of a JSON object.
-fn str_of(value: &Value, key: &str) -> Option<String> {
-    value.get(key).and_then(Value::as_str).map(str::to_string)
-}
-
 /// Transcript files under `paths`: files as given, folders searched recursively
 /// for `.jsonl`, `.jsonl.gz` and `.json`, sorted by path. Symlinks are
 /// followed, but each folder is entered once (see `crate::bounded::walk`), so
@@ -974,62 +748,4 @@ fn is_transcript_name(path: &Path) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn glued_values_and_garbage_are_counted() {
-        let text = b"{\"role\":\"user\",\"content\":\"a\"}{\"role\":\"assistant\",\"content\":\"b\"}\nnot json\n{\"role\":\"user\",\"content\":\"c\"}";
-        let t = read_slice(Path::new("x.jsonl"), text, None, ReadFrom::default()).unwrap();
-        assert_eq!(t.format, Format::Generic);
-        assert_eq!(t.messages.len(), 3);
-        assert_eq!(t.skipped.non_json, 1);
-        assert_eq!(t.skipped.glued_values, 1);
-        // The last line has no newline: it is read, but a resumed read starts before it.
-        assert_eq!(t.end_offset as usize, text.len() - 29);
-        assert_eq!(t.messages[2].turn_index, 1);
-    }
-
-    #[test]
-    fn a_first_line_still_being_written_is_read_again_from_the_start() {
-        // `{` alone looks like the start of a pretty-printed JSON document; it
-        // does not parse, so nothing of it counts as read (before, the next read
-        // resumed after it and lost the line).
-        let full = b"{\"role\":\"user\",\"content\":\"first\"}\n";
-        for cut in [1, 10] {
-            let t = read_slice(
-                Path::new("x.jsonl"),
-                &full[..cut],
-                Some(Format::Generic),
-                ReadFrom::default(),
-            )
-            .unwrap();
-            assert_eq!((t.messages.len(), t.end_offset), (0, 0), "cut at {cut}");
-        }
-    }
-
-    #[test]
-    fn invalid_utf8_inside_a_message_is_replaced_not_dropped() {
-        let text = b"{\"role\":\"user\",\"content\":\"caf\xe9 \xff\xfe ok\"}\n";
-        let t = read_slice(Path::new("x.jsonl"), text, None, ReadFrom::default()).unwrap();
-        assert_eq!(t.messages.len(), 1);
-        assert_eq!(t.messages[0].text(), "caf\u{fffd} \u{fffd}\u{fffd} ok");
-        assert_eq!(t.skipped.non_json, 0);
-        assert_eq!(t.skipped.invalid_utf8_bytes, 3);
-    }
-
-    #[test]
-    fn resuming_continues_turns() {
-        let text =
-            b"{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"user\",\"content\":\"b\"}\n";
-        let from = ReadFrom {
-            offset: 30,
-            prompts_before: 1,
-            session_id: None,
-        };
-        let t = read_slice(Path::new("x.jsonl"), text, None, from).unwrap();
-        assert_eq!(t.messages.len(), 1);
-        assert_eq!(t.messages[0].line, 2);
-        assert_eq!(t.messages[0].turn_index, 1);
-    }
-}
+mod tests;
