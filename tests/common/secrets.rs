@@ -100,7 +100,7 @@ pub const BASE64: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 
 /// `len` characters of `alphabet` with a digit and a letter among them: a
 /// token that only letters would be taken for a name by the allowlists.
-fn token(rng: &mut Rng, alphabet: &str, len: usize) -> String {
+pub fn token(rng: &mut Rng, alphabet: &str, len: usize) -> String {
     let mut chars: Vec<char> = rng.string(alphabet, len).chars().collect();
     let digit = rng.between(0, len - 1);
     chars[digit] = rng.string(DIGITS, 1).chars().next().unwrap_or('7');
@@ -111,7 +111,7 @@ fn token(rng: &mut Rng, alphabet: &str, len: usize) -> String {
 
 /// A password: letters and digits with a few of the symbols passwords hold
 /// (at least one digit and one symbol), starting with a letter.
-fn password(rng: &mut Rng, len: usize) -> String {
+pub fn password(rng: &mut Rng, len: usize) -> String {
     let mut out = rng.string(&format!("{UPPER}{LOWER}"), 1);
     out.push_str(&rng.string(DIGITS, 1));
     out.push_str(&rng.string("!@#%^*+~", 1));
@@ -120,7 +120,7 @@ fn password(rng: &mut Rng, len: usize) -> String {
 }
 
 /// A password safe inside a URL without escaping.
-fn url_password(rng: &mut Rng) -> String {
+pub fn url_password(rng: &mut Rng) -> String {
     let mut out = rng.string(ALNUM, 1);
     out.push_str(&rng.string(DIGITS, 1));
     out.push_str(&rng.string(&format!("{ALNUM}-_.~"), 16));
@@ -129,7 +129,7 @@ fn url_password(rng: &mut Rng) -> String {
 
 /// A PEM block of `label` (e.g. `RSA PRIVATE KEY`) around random DER bytes,
 /// 64 characters a line.
-fn pem(rng: &mut Rng, label: &str, bytes: usize) -> String {
+pub fn pem(rng: &mut Rng, label: &str, bytes: usize) -> String {
     let body = base64::engine::general_purpose::STANDARD.encode(rng.bytes(bytes));
     let lines: Vec<&str> = body
         .as_bytes()
@@ -143,7 +143,7 @@ fn pem(rng: &mut Rng, label: &str, bytes: usize) -> String {
 }
 
 /// A signed-looking JWT with a random subject and signature.
-fn jwt(rng: &mut Rng) -> String {
+pub fn jwt(rng: &mut Rng) -> String {
     let b64 = |v: &serde_json::Value| {
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
     };

@@ -1,0 +1,287 @@
+//! A broad battery of realistic secret *contexts* (`common/battery.rs`: ~90
+//! places where secrets turn up in coding-agent sessions, fresh random values
+//! each run) and of look-alikes that must come back unchanged (lockfile
+//! hashes, commit hashes, UUIDs, digests, references to secrets, placeholders,
+//! code). A secret counts as redacted when no run of 8 of its characters is
+//! left and a placeholder names a kind the context allows.
+
+#[path = "common/battery.rs"]
+mod battery;
+#[path = "common/battery_code.rs"]
+mod battery_code;
+#[path = "common/secrets.rs"]
+mod secrets;
+
+use std::collections::BTreeMap;
+
+use knowledge_db::privacy::Redactor;
+use secrets::{Rng, ALNUM, BASE64, HEX};
+
+/// Rounds of fresh values per context.
+const ROUNDS: usize = 30;
+
+/// The shortest run of a secret's characters that counts as a leak.
+const LEAK_WINDOW: usize = 8;
+
+/// Contexts knowingly left unredacted, each with the reason (docs/privacy.md,
+/// "What is not redacted"). Empty: every context must pass.
+const KNOWN_MISSES: &[(&str, &str)] = &[];
+
+/// Why `case` fails once, if it does: a secret left, or no placeholder of an
+/// allowed kind.
+fn failure(redactor: &Redactor, case: &battery::Case, text: &str) -> Option<String> {
+    let out = redactor.redact(text);
+    for secret in &case.secrets {
+        if let Some(leak) = battery::leaks(secret, &out.text, LEAK_WINDOW) {
+            return Some(format!("leaked {leak:?}\n  out: {:?}", out.text));
+        }
+    }
+    if out.found.kinds.is_empty() {
+        return Some(format!("no placeholder\n  out: {:?}", out.text));
+    }
+    if !case.kinds.is_empty() && !case.kinds.iter().any(|k| out.found.kinds.contains_key(*k)) {
+        return Some(format!("named {} not {:?}", out.found, case.kinds));
+    }
+    None
+}
+
+/// Runs every context `ROUNDS` times, as written and (`escaped`) held as a
+/// JSON string inside text (a tool's JSON output printed as text); returns
+/// the contexts that failed at least once, with their first failure, and the
+/// number of contexts.
+fn run(escaped: bool) -> (BTreeMap<&'static str, (usize, String)>, usize, u64) {
+    let mut rng = Rng::from_time();
+    let redactor = Redactor::builtin();
+    let mut failed: BTreeMap<&'static str, (usize, String)> = BTreeMap::new();
+    let mut contexts = 0;
+    for _ in 0..ROUNDS {
+        let cases = battery::cases(&mut rng);
+        contexts = cases.len();
+        for case in &cases {
+            let text = if escaped {
+                format!(
+                    "{{\"stdout\":{},\"exit\":0}}",
+                    serde_json::Value::String(case.text.clone())
+                )
+            } else {
+                case.text.clone()
+            };
+            if let Some(why) = failure(redactor, case, &text) {
+                let entry = failed.entry(case.context).or_insert((0, why));
+                entry.0 += 1;
+            }
+        }
+    }
+    (failed, contexts, rng.seed)
+}
+
+fn report(label: &str, failed: &BTreeMap<&str, (usize, String)>, contexts: usize, seed: u64) {
+    eprintln!(
+        "battery ({label}): {}/{contexts} contexts redacted in all {ROUNDS} rounds (seed {seed})",
+        contexts - failed.len()
+    );
+    for (context, (times, why)) in failed {
+        eprintln!("  MISS {context} ({times}/{ROUNDS}): {why}");
+    }
+}
+
+#[test]
+fn the_battery_has_many_distinct_contexts() {
+    let cases = battery::cases(&mut Rng::new(7));
+    let mut names: Vec<&str> = cases.iter().map(|c| c.context).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), cases.len(), "two contexts share a name");
+    assert!(cases.len() >= 60, "only {} contexts", cases.len());
+    for case in &cases {
+        assert!(
+            case.secrets.iter().all(|s| case.text.contains(s.as_str())
+                || case.text.contains(&s.replace('\n', "\n    "))),
+            "{}: a secret is not in its text",
+            case.context
+        );
+    }
+}
+
+#[test]
+fn every_rule_of_our_own_is_exercised() {
+    let own = include_str!("../src/privacy/rules/knowledge-db.toml");
+    let ids: Vec<&str> = own
+        .lines()
+        .filter_map(|l| l.strip_prefix("id = \""))
+        .filter_map(|l| l.strip_suffix('"'))
+        .collect();
+    assert!(ids.len() >= 20, "{ids:?}");
+    let mut rng = Rng::new(11);
+    let redactor = Redactor::builtin();
+    let mut named = std::collections::BTreeSet::new();
+    let texts = battery::cases(&mut rng)
+        .into_iter()
+        .map(|c| c.text)
+        .chain(secrets::planted(&mut rng).into_iter().map(|p| p.line));
+    for text in texts {
+        named.extend(redactor.redact(&text).found.kinds.into_keys());
+    }
+    let missing: Vec<&&str> = ids.iter().filter(|id| !named.contains(**id)).collect();
+    assert!(missing.is_empty(), "no planted secret names {missing:?}");
+}
+
+#[test]
+fn every_battery_context_is_redacted() {
+    let (failed, contexts, seed) = run(false);
+    report("as written", &failed, contexts, seed);
+    let unexpected: Vec<String> = failed
+        .iter()
+        .filter(|(c, _)| !KNOWN_MISSES.iter().any(|(k, _)| k == *c))
+        .map(|(c, (n, why))| format!("{c} ({n}/{ROUNDS}): {why}"))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "seed {seed} (KDB_SECRETS_SEED): {} contexts leak:\n{}",
+        unexpected.len(),
+        unexpected.join("\n")
+    );
+}
+
+#[test]
+fn every_battery_context_is_redacted_in_json_text() {
+    let (failed, contexts, seed) = run(true);
+    report("as JSON text", &failed, contexts, seed);
+    let unexpected: Vec<String> = failed
+        .iter()
+        .filter(|(c, _)| !KNOWN_MISSES.iter().any(|(k, _)| k == *c))
+        .map(|(c, (n, why))| format!("{c} ({n}/{ROUNDS}): {why}"))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "seed {seed} (KDB_SECRETS_SEED): {} contexts leak:\n{}",
+        unexpected.len(),
+        unexpected.join("\n")
+    );
+}
+
+/// Text that holds no secret and must come back unchanged, with fresh random
+/// hashes and ids where real ones are random.
+fn lookalikes(rng: &mut Rng) -> Vec<(&'static str, String)> {
+    let sha1 = |rng: &mut Rng| rng.string(HEX, 40);
+    let sha256 = |rng: &mut Rng| rng.string(HEX, 64);
+    let b64 = |rng: &mut Rng, n: usize| rng.string(BASE64, n);
+    let uuid = |rng: &mut Rng| {
+        format!(
+            "{}-{}-4{}-9{}-{}",
+            rng.string(HEX, 8),
+            rng.string(HEX, 4),
+            rng.string(HEX, 3),
+            rng.string(HEX, 3),
+            rng.string(HEX, 12)
+        )
+    };
+    vec![
+        ("git log", format!("commit {}\nAuthor: Ann Example <ann@example.com>\nDate:   Mon Jan 5 10:00:00 2026 +0100\n\n    auth: refresh the token before it expires\n", sha1(rng))),
+        ("git log --oneline", format!("{} fix(auth): rotate api key on 401\n{} feat: password reset flow", &sha1(rng)[..7], &sha1(rng)[..7])),
+        ("git show stat", format!("Merge: {} {}\n token.rs | 12 ++++----", &sha1(rng)[..7], &sha1(rng)[..7])),
+        ("UUIDs as ids", format!("session {} resumed; request_id={} trace_id={}", uuid(rng), uuid(rng), uuid(rng))),
+        ("package-lock integrity", format!("    \"node_modules/jsonwebtoken\": {{\n      \"version\": \"9.0.2\",\n      \"resolved\": \"https://registry.npmjs.org/jsonwebtoken/-/jsonwebtoken-9.0.2.tgz\",\n      \"integrity\": \"sha512-{}==\"\n    }}", b64(rng, 86))),
+        ("yarn.lock", format!("\"@auth/core@^0.37.0\":\n  version \"0.37.4\"\n  resolved \"https://registry.yarnpkg.com/@auth/core/-/core-0.37.4.tgz#{}\"\n  integrity sha512-{}==", sha1(rng), b64(rng, 86))),
+        ("Cargo.lock checksum", format!("[[package]]\nname = \"secrecy\"\nversion = \"0.10.3\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\nchecksum = \"{}\"", sha256(rng))),
+        ("go.sum", format!("golang.org/x/oauth2 v0.21.0 h1:{}=\ngolang.org/x/oauth2 v0.21.0/go.mod h1:{}=", b64(rng, 43), b64(rng, 43))),
+        ("pip --hash", format!("cryptography==42.0.5 \\\n    --hash=sha256:{} \\\n    --hash=sha256:{}", sha256(rng), sha256(rng))),
+        ("poetry.lock", format!("files = [\n    {{file = \"pyjwt-2.8.0-py3-none-any.whl\", hash = \"sha256:{}\"}},\n]", sha256(rng))),
+        ("docker image digest", format!("image: ghcr.io/acme/auth-service@sha256:{}\nDigest: sha256:{}", sha256(rng), sha256(rng))),
+        ("sha256sum output", format!("{}  secrets-manager_1.2.3_linux_amd64.tar.gz", sha256(rng))),
+        ("base64 image data URI", format!("<img src=\"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAABAAAAAQ{}\" alt=\"key icon\">", b64(rng, 120))),
+        ("file paths", "Edited src/auth/token_store.rs, ~/.ssh/id_ed25519.pub, /etc/passwd and config/secrets.example.yml".to_string()),
+        ("URLs without credentials", "https://github.com/acme/api/blob/main/src/auth/api_key.rs#L42 and https://oauth2.googleapis.com/token?grant_type=refresh_token".to_string()),
+        ("password_hash functions", "if not check_password_hash(user.password_hash, password):\n    return verify_password(plain_password, hashed_password)".to_string()),
+        ("settings about tokens", "TOKEN_EXPIRY=3600\nJWT_EXPIRATION=86400\nmax_tokens=4096\nSESSION_TIMEOUT=30m\nPASSWORD_MIN_LENGTH=12".to_string()),
+        ("env lookups", "api_key = os.environ[\"API_KEY\"]\napiKey: process.env.STRIPE_KEY,\ntoken := os.Getenv(\"GITHUB_TOKEN\")\nsecret = ENV.fetch('SECRET_KEY_BASE')".to_string()),
+        ("CI and template references", "password: ${{ secrets.DB_PASSWORD }}\nkey={{ .Values.key }}\ntoken: ${GITHUB_TOKEN}\napi_key: \"{{ api_key }}\"\npassword: !vault |\n  $ANSIBLE_VAULT;1.1;AES256".to_string()),
+        ("placeholders", "API_KEY=your-api-key-here\nOPENAI_API_KEY=sk-...\npassword: xxxxx\ntoken: <token>\nSECRET_KEY=<your-secret-key>\nAPI_TOKEN=REPLACE_ME\napi_key: \"********\"".to_string()),
+        ("type names", "impl From<ApiKey> for TokenResponse {}\nPasswordEncoder passwordEncoder = new BCryptPasswordEncoder();\nSecretKeySpec spec = new SecretKeySpec(bytes, \"AES\");".to_string()),
+        ("CSS colors", ":root { --token-color: #1a2b3c; --secret-bg: rgba(0, 0, 0, 0.5); }\n.key { color: #ff00aa; }".to_string()),
+        ("npm versions", "\"dependencies\": { \"jsonwebtoken\": \"^9.0.2\", \"@auth/core\": \"0.37.4\", \"passport\": \"~0.7.0\" }\ntokenizers==0.19.1".to_string()),
+        ("minified code", "!function(e){var t={};function n(r){if(t[r])return t[r].exports}e.apiKey=t.apiKey,e.authDomain=t.authDomain;var a=function(t,e){return t.token=e.key||\"\",t}}".to_string()),
+        ("Claude Code ids", format!("{{\"tool_use_id\":\"toolu_01{}\",\"requestId\":\"req_011C{}\",\"id\":\"msg_01{}\"}}", rng.string(ALNUM, 22), rng.string(ALNUM, 20), rng.string(ALNUM, 22))),
+        ("public keys and certificates", format!("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{} dev@laptop\n-----BEGIN CERTIFICATE-----\nMIIC{}\n-----END CERTIFICATE-----", b64(rng, 43), b64(rng, 60))),
+        ("AWS ARNs", "arn:aws:iam::123456789012:role/deploy\narn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbCdEf".to_string()),
+        ("Kubernetes secret references", "env:\n  - name: DB_PASSWORD\n    valueFrom:\n      secretKeyRef:\n        name: db-credentials\n        key: password\nsecretName: tls-cert-prod".to_string()),
+        ("log lines", "INFO token refreshed for user 1234\nWARN Authorization header missing\nERROR Bearer token expired at 2026-01-05T10:00:00Z".to_string()),
+        ("etag and hashes in JSON", format!("{{\"sha\": \"{}\", \"etag\": \"W/\\\"{}\\\"\", \"node_id\": \"MDQ6VXNlcjE=\"}}", sha1(rng), rng.string(HEX, 32))),
+        ("hashlib call", "digest = hashlib.sha256(password.encode()).hexdigest()".to_string()),
+        ("git branch names", "git push origin feature/token-refresh\nSwitched to a new branch 'fix/secret-rotation'".to_string()),
+        ("timings and counts", "secretScan: 12.5ms\ntokens: 48213\nTokenUsage: input=1200 output=340".to_string()),
+        ("password prompt prose", "The password is stored as a bcrypt hash; the token is valid for one hour and the key is rotated weekly.".to_string()),
+        ("jq and shell expressions", "TOKEN=$(jq -r '.access_token' creds.json)\ncurl -H \"Authorization: Bearer $TOKEN\" \"$API\"".to_string()),
+        ("Claude thinking signature", format!("{{\"type\":\"thinking\",\"thinking\":\"check the config\",\"signature\":\"EqQBCkYIBRgCKkB{}\"}}", b64(rng, 200))),
+    ]
+}
+
+#[test]
+fn lookalikes_come_back_unchanged() {
+    let mut rng = Rng::from_time();
+    let redactor = Redactor::builtin();
+    let mut changed = Vec::new();
+    let mut total = 0;
+    for _ in 0..ROUNDS {
+        for (what, text) in lookalikes(&mut rng) {
+            total += 1;
+            let out = redactor.redact(&text);
+            if out.text != text {
+                changed.push(format!(
+                    "{what}: {}\n  in:  {text:?}\n  out: {:?}",
+                    out.found, out.text
+                ));
+            }
+        }
+    }
+    eprintln!(
+        "look-alikes: {}/{total} unchanged (seed {})",
+        total - changed.len(),
+        rng.seed
+    );
+    changed.dedup_by(|a, b| a.split(':').next() == b.split(':').next());
+    assert!(
+        changed.is_empty(),
+        "seed {}: {} look-alikes changed:\n{}",
+        rng.seed,
+        changed.len(),
+        changed.join("\n")
+    );
+}
+
+/// The evaluation corpora (BEIR layout, beside the checkout) hold no secret:
+/// redaction must leave every text of SciFact and LoCoMo as it is, so the
+/// retrieval numbers measured on them stand. Needs `../shared/eval` (or
+/// `../../shared/eval` from a worktree): `cargo nextest run --test
+/// privacy_battery --run-ignored all eval_corpora`.
+#[test]
+#[ignore = "reads ../shared/eval, which only the evaluation machines have"]
+fn eval_corpora_have_nothing_to_redact() {
+    let shared = ["../shared/eval", "../../shared/eval"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|dir| dir.is_dir())
+        .expect("../shared/eval");
+    let redactor = Redactor::builtin();
+    for corpus in ["scifact-dev", "locomo-dev"] {
+        let mut texts = 0;
+        let mut found = Vec::new();
+        for file in ["corpus.jsonl", "queries.jsonl"] {
+            let path = shared.join(corpus).join(file);
+            let data = std::fs::read_to_string(&path).expect("corpus file");
+            for line in data.lines().filter(|l| !l.trim().is_empty()) {
+                let doc: serde_json::Value = serde_json::from_str(line).expect("json line");
+                for field in ["title", "text"] {
+                    if let Some(text) = doc.get(field).and_then(|v| v.as_str()) {
+                        texts += 1;
+                        for span in redactor.find(text) {
+                            found.push(format!("{}: {:?}", span.kind, &text[span.range]));
+                        }
+                    }
+                }
+            }
+        }
+        eprintln!("{corpus}: {texts} texts, {} redactions", found.len());
+        assert!(found.is_empty(), "{corpus}: {found:?}");
+    }
+}
