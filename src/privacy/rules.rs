@@ -128,6 +128,26 @@ fn for_transcripts(pattern: &str) -> String {
     pattern
 }
 
+/// gitleaks allowlist patterns that mean a whole value but are not anchored
+/// as one, and what knowledge-db runs instead. Unanchored, they let real
+/// secrets go: `^true|false|null$` allows any secret that holds `false`
+/// anywhere or ends in `null` (any case), and vault-service-token's
+/// `s\.[A-Za-z]{24}` allows every `hvs.` token whose first 24 characters
+/// happen to be letters (about 1 in 50). Found by the battery's random
+/// values (tests/privacy_battery.rs).
+const ANCHORED_ALLOWLIST: &[(&str, &str)] = &[
+    (r"(?i)^true|false|null$", r"(?i)^(?:true|false|null)$"),
+    (r"s\.[A-Za-z]{24}", r"^s\.[A-Za-z]{24}$"),
+];
+
+/// An allowlist pattern as knowledge-db runs it (see [`ANCHORED_ALLOWLIST`]).
+fn anchored(pattern: &str) -> &str {
+    ANCHORED_ALLOWLIST
+        .iter()
+        .find(|(as_written, _)| *as_written == pattern)
+        .map_or(pattern, |&(_, anchored)| anchored)
+}
+
 /// Compiled program size allowed per rule: gitleaks' larger patterns
 /// (bounded repetitions of case-folded classes) pass the default 10 MB only
 /// just, or not at all.
@@ -290,7 +310,7 @@ impl Allowlist {
             let joined = def
                 .regexes
                 .iter()
-                .map(|r| format!("(?:{r})"))
+                .map(|r| format!("(?:{})", anchored(r)))
                 .collect::<Vec<_>>()
                 .join("|");
             LazyRegex::go(joined)
@@ -688,6 +708,13 @@ mod tests {
         assert_eq!(GITLEAKS_TOML.matches(CODE_END).count(), 152);
         for (code, _) in ESCAPED_QUOTES {
             assert!(GITLEAKS_TOML.matches(code).count() >= 96, "{code}");
+        }
+        // So do the anchored allowlist patterns.
+        for (as_written, _) in ANCHORED_ALLOWLIST {
+            assert!(
+                GITLEAKS_TOML.contains(&format!("'''{as_written}'''")),
+                "{as_written}"
+            );
         }
     }
 
