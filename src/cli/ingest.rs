@@ -103,6 +103,11 @@ pub fn run(root: &std::path::Path, args: IngestArgs) -> anyhow::Result<ExitCode>
         namespace: common.namespace.clone(),
         dry_run: common.dry_run,
         full: args.full,
+        // Only the default defers a large batch; `--embed now` is obeyed.
+        inline_embed_max: match (&store, args.embed) {
+            (Some(store), None) => Some(store.config().embedding.ingest_inline_max),
+            _ => None,
+        },
     };
     let mut embedder = match (&store, args.embed) {
         (None, _) => None,
@@ -148,7 +153,8 @@ pub fn run(root: &std::path::Path, args: IngestArgs) -> anyhow::Result<ExitCode>
         print_report(&report);
     }
     if let Some(store) = &store {
-        super::after_write(store, None);
+        let waiting = report.store.as_ref().map(|s| s.without_vector as u64);
+        super::after_write(store, waiting.filter(|&n| n > 0));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -196,6 +202,14 @@ fn print_report(r: &IngestReport) {
             r.seconds
         ),
         None => println!("nothing written (--dry-run)"),
+    }
+    if r.vectors_deferred > 0 {
+        println!(
+            "{} records are searchable by their words now; the background upkeep adds their \
+             vectors (int8 drafts first, then the full model): `knowledge-db upkeep --status` \
+             shows progress, `--embed now` embeds before returning",
+            r.vectors_deferred
+        );
     }
     if let Some(s) = r.store.as_ref().filter(|s| !s.redacted.is_empty()) {
         println!("before storing: {}", s.redacted);

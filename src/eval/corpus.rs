@@ -97,6 +97,7 @@ impl Corpus {
                     namespace: knowledge_db::record::DEFAULT_NAMESPACE.to_string(),
                     dry_run: false,
                     full: false,
+                    inline_embed_max: None,
                 };
                 let report = ingest(
                     Some(store),

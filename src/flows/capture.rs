@@ -70,6 +70,7 @@ pub fn capture(request: &CaptureRequest<'_>) -> Result<CaptureReport> {
         namespace: request.namespace.to_string(),
         dry_run: false,
         full: false,
+        inline_embed_max: None,
     };
     let mut report = CaptureReport {
         files: files.len(),
@@ -153,6 +154,7 @@ pub fn backfill(
         namespace: namespace.to_string(),
         dry_run: false,
         full: false,
+        inline_embed_max: None,
     };
     for (i, chunk) in files.chunks(BACKFILL_FILES_PER_COMMIT).enumerate() {
         let done = i * BACKFILL_FILES_PER_COMMIT;

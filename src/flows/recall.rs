@@ -42,8 +42,20 @@ pub struct RecallSettings {
     /// share its words, not only a vague meaning…
     pub min_coverage: f32,
     /// …unless it holds this share of the prompt's IDF weight or more (a
-    /// prompt of identifiers and error codes, whose embedding means little).
+    /// prompt of identifiers and error codes, whose embedding means little)…
     pub words_alone_coverage: f32,
+    /// …or both retrievers agree on it: first in one's list and within this
+    /// many of the first in the other's (with the cosine above and at least
+    /// `agreement_coverage` of the prompt's weight). Ranks mean the same on
+    /// a store of one session and of a million records, where a share of
+    /// the prompt's words does not: a prompt in other words holds few of
+    /// a record's, however well it names what the record is about.
+    pub agreement_rank: usize,
+    /// The share of the prompt's IDF weight an agreed-on memory needs.
+    pub agreement_coverage: f32,
+    /// Most memories recalled from one session: the rest of a session is a
+    /// `memory_get` away, and another session may be the one meant.
+    pub per_session: usize,
     /// Most memories recalled for one prompt.
     pub max_memories: usize,
     /// Longest text of one memory, in characters.
@@ -69,6 +81,9 @@ impl Default for RecallSettings {
             min_cosine: 0.35,
             min_coverage: 0.2,
             words_alone_coverage: 0.8,
+            agreement_rank: 3,
+            agreement_coverage: 0.1,
+            per_session: 1,
             max_memories: 3,
             memory_chars: 500,
             max_chars: 2500,
@@ -186,8 +201,8 @@ pub struct RecallAnswer {
 const MAX_QUERY_CHARS: usize = 2000;
 
 /// Candidates looked at: more than are recalled, since some were recalled
-/// before.
-const CANDIDATES: usize = 12;
+/// before and a session gives at most `per_session` of them.
+const CANDIDATES: usize = 24;
 
 /// The memories of `engine`'s store worth telling the agent about
 /// `request.prompt`, under `settings`.
@@ -218,11 +233,8 @@ pub fn recall(
         .first()
         .map(|hit| hit.score)
         .or(response.best_score);
-    let memories: Vec<Memory> = response
-        .results
-        .iter()
-        .filter(|hit| confident(hit, settings))
-        .take(settings.max_memories)
+    let memories: Vec<Memory> = chosen(&response.results, settings)
+        .into_iter()
         .map(|hit| memory(engine, hit, request, settings))
         .collect::<Result<_>>()?;
     if memories.is_empty() {
@@ -256,16 +268,43 @@ pub fn recall(
 
 /// Whether a hit is worth telling the agent about unasked: relevant by the
 /// calibrated score, and agreeing with the prompt both in meaning (cosine)
-/// and in words (coverage), or in nearly all of its words. Either agreement
-/// alone is how unrelated memories reach a high score: a long message that
-/// shares a prompt's common words, or a vaguely similar one that shares none
-/// of its specific ones.
+/// and in words (coverage), or in nearly all of its words, or first by one
+/// retriever and near the first by the other (see
+/// [`RecallSettings::agreement_rank`]). Either agreement alone is how
+/// unrelated memories reach a high score: a long message that shares a
+/// prompt's common words, or a vaguely similar one that shares none of its
+/// specific ones.
 fn confident(hit: &Hit, settings: &RecallSettings) -> bool {
     let cosine = hit.scores.cosine.unwrap_or(0.0);
     let coverage = hit.scores.coverage.unwrap_or(0.0);
+    let near = |rank: Option<usize>| rank.is_some_and(|r| r <= settings.agreement_rank);
+    let first = |rank: Option<usize>| rank == Some(1);
+    let (bm25, vector) = (hit.scores.bm25_rank, hit.scores.vector_rank);
+    let agreed = ((first(vector) && near(bm25)) || (first(bm25) && near(vector)))
+        && cosine >= settings.min_cosine
+        && coverage >= settings.agreement_coverage;
     hit.score >= settings.min_score
         && ((cosine >= settings.min_cosine && coverage >= settings.min_coverage)
-            || coverage >= settings.words_alone_coverage)
+            || coverage >= settings.words_alone_coverage
+            || agreed)
+}
+
+/// The confident hits, best first, at most `per_session` of one session and
+/// `max_memories` in all.
+fn chosen<'a>(hits: &'a [Hit], settings: &RecallSettings) -> Vec<&'a Hit> {
+    let mut per_session: std::collections::HashMap<&str, usize> = Default::default();
+    hits.iter()
+        .filter(|hit| confident(hit, settings))
+        .filter(|hit| match hit.session_id.as_deref() {
+            Some(session) => {
+                let taken = per_session.entry(session).or_default();
+                *taken += 1;
+                *taken <= settings.per_session.max(1)
+            }
+            None => true,
+        })
+        .take(settings.max_memories)
+        .collect()
 }
 
 fn nothing(best_score: Option<f32>, why: &str) -> RecallAnswer {
@@ -338,9 +377,11 @@ fn clip_words(text: &str, max: usize) -> String {
     format!("{} …", cut[..at].trim_end())
 }
 
-/// The recall block: a line that says what it is, then each memory; a
-/// memory that would pass `max_chars` has its text cut to fit (or, with
-/// less than a line left, is left out: `memories` keeps those given).
+/// The recall block: a line that says what it is, then each memory. When
+/// the memories do not fit in `max_chars`, their texts share the room left
+/// after each one's header and id line, so every memory chosen is told (a
+/// memory whose share would be under a line is left out, the last first:
+/// `memories` keeps those given).
 fn block(memories: &mut Vec<Memory>, max_chars: usize) -> String {
     let head = |n: usize| {
         format!(
@@ -349,24 +390,72 @@ fn block(memories: &mut Vec<Memory>, max_chars: usize) -> String {
             if n == 1 { "y" } else { "ies" }
         )
     };
-    let mut used = head(memories.len()).chars().count();
-    let mut entries = Vec::new();
-    for (i, m) in memories.iter_mut().enumerate() {
-        let room = max_chars.saturating_sub(used);
-        let mut text = entry(i + 1, m);
-        let over = text.chars().count().saturating_sub(room);
-        if over > 0 {
-            let keep = m.text.chars().count().saturating_sub(over + 2);
-            if keep < 80 {
+    const LEAST_TEXT: usize = 80;
+    while !memories.is_empty() {
+        let n = memories.len();
+        let overhead: usize = memories
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let bare = Memory {
+                    text: String::new(),
+                    ..m.clone()
+                };
+                entry(i + 1, &bare).chars().count()
+            })
+            .sum();
+        let room = max_chars.saturating_sub(head(n).chars().count() + overhead);
+        let texts: usize = memories.iter().map(|m| m.text.chars().count()).sum();
+        if texts <= room {
+            break;
+        }
+        let share = room / n;
+        if share < LEAST_TEXT && n > 1 {
+            memories.pop();
+            continue;
+        }
+        // Texts shorter than the share keep their length; the longer ones
+        // split what they leave.
+        let short: Vec<bool> = memories
+            .iter()
+            .map(|m| m.text.chars().count() <= share)
+            .collect();
+        let spare: usize = memories
+            .iter()
+            .zip(&short)
+            .filter(|(_, &s)| s)
+            .map(|(m, _)| share - m.text.chars().count())
+            .sum();
+        let long = short.iter().filter(|&&s| !s).count().max(1);
+        let mut keep = share + spare / long;
+        let whole: Vec<String> = memories.iter().map(|m| m.text.clone()).collect();
+        // Each line of a text is indented when told, and a cut adds " …":
+        // cut again by what is still over, until the block fits.
+        loop {
+            for ((m, &s), text) in memories.iter_mut().zip(&short).zip(&whole) {
+                if !s {
+                    m.text = clip_words(text, keep.max(1));
+                }
+            }
+            let told = head(n).chars().count()
+                + memories
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| entry(i + 1, m).chars().count())
+                    .sum::<usize>();
+            let over = told.saturating_sub(max_chars);
+            if over == 0 || keep <= 1 {
                 break;
             }
-            m.text = clip_words(&m.text, keep);
-            text = entry(i + 1, m);
+            keep = keep.saturating_sub(over.div_ceil(long));
         }
-        used += text.chars().count();
-        entries.push(text);
+        break;
     }
-    memories.truncate(entries.len());
+    let entries: Vec<String> = memories
+        .iter()
+        .enumerate()
+        .map(|(i, m)| entry(i + 1, m))
+        .collect();
     head(entries.len()) + &entries.concat()
 }
 
@@ -420,5 +509,136 @@ fn clip(text: &str, max: usize) -> &str {
     match text.char_indices().nth(max) {
         Some((at, _)) => &text[..at],
         None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::ScoreParts;
+
+    /// A hit of `session` with the signals the gate reads.
+    fn hit(session: &str, score: f32, cosine: f32, coverage: f32, ranks: (usize, usize)) -> Hit {
+        Hit {
+            rank: 1,
+            id: format!("{session}:{score}:{cosine}"),
+            kind: Kind::Message,
+            namespace: "default".into(),
+            project: None,
+            origin: None,
+            score,
+            scores: ScoreParts {
+                bm25: Some(1.0),
+                bm25_rank: Some(ranks.0),
+                vector: Some(cosine),
+                vector_rank: Some(ranks.1),
+                fused: score,
+                cosine: Some(cosine),
+                coverage: Some(coverage),
+            },
+            title: "assistant".into(),
+            snippet: String::new(),
+            highlights: Vec::new(),
+            session_id: Some(session.into()),
+            start_turn: None,
+            end_turn: None,
+            timestamp: None,
+            tier: "l2",
+            files: Vec::new(),
+            citation: String::new(),
+            copies: 1,
+            duplicates: Vec::new(),
+            weak: false,
+        }
+    }
+
+    #[test]
+    fn meaning_and_words_or_both_retrievers_agreeing_make_a_memory_confident() {
+        let settings = RecallSettings::default();
+        // Meaning and words.
+        assert!(confident(&hit("s", 0.9, 0.5, 0.3, (5, 9)), &settings));
+        // Meaning, few words, and neither retriever puts it first: no.
+        assert!(!confident(&hit("s", 0.9, 0.5, 0.15, (2, 2)), &settings));
+        // First by meaning and second by words: both retrievers agree.
+        assert!(confident(&hit("s", 0.9, 0.5, 0.15, (2, 1)), &settings));
+        assert!(confident(&hit("s", 0.9, 0.5, 0.15, (1, 3)), &settings));
+        // Agreement still needs some of the prompt's words, the cosine and the score.
+        assert!(!confident(&hit("s", 0.9, 0.5, 0.05, (1, 1)), &settings));
+        assert!(!confident(&hit("s", 0.9, 0.3, 0.15, (1, 1)), &settings));
+        assert!(!confident(&hit("s", 0.4, 0.5, 0.15, (1, 1)), &settings));
+        // Nearly all of the words alone (identifiers, error codes).
+        assert!(confident(&hit("s", 0.9, 0.1, 0.85, (1, 40)), &settings));
+    }
+
+    fn memory_of(n: usize, text_chars: usize) -> Memory {
+        Memory {
+            id: format!("session-{n}:record"),
+            kind: Kind::Message,
+            title: "assistant".into(),
+            when: Some("2026-01-05T10:00:00Z".into()),
+            session_id: Some(format!("session-{n}")),
+            turns: Some((3, 3)),
+            score: 0.9,
+            cosine: Some(0.5),
+            coverage: Some(0.4),
+            text: "word ".repeat(text_chars / 5),
+            read_command: Some(format!("knowledge-db get session-{n}:record")),
+        }
+    }
+
+    #[test]
+    fn every_memory_chosen_is_told_within_the_block() {
+        for max_chars in [900, 1500, 2500, 4000] {
+            let mut memories: Vec<Memory> = (1..=3).map(|n| memory_of(n, 500)).collect();
+            let text = block(&mut memories, max_chars);
+            assert!(
+                text.chars().count() <= max_chars,
+                "{max_chars}: {}",
+                text.chars().count()
+            );
+            if max_chars >= 1500 {
+                assert_eq!(memories.len(), 3, "{max_chars}");
+                for n in 1..=3 {
+                    assert!(text.contains(&format!("session-{n}:record")), "{text}");
+                }
+            }
+            assert!(text.starts_with(&format!("knowledge-db recalled {} memor", memories.len())));
+        }
+        // Room for all: nothing is cut.
+        let mut memories: Vec<Memory> = (1..=3).map(|n| memory_of(n, 100)).collect();
+        let text = block(&mut memories, 2500);
+        assert!(!text.contains('…'), "{text}");
+        // Too little room for three: the last goes, the others stay whole enough.
+        let mut memories: Vec<Memory> = (1..=3).map(|n| memory_of(n, 500)).collect();
+        let text = block(&mut memories, 700);
+        assert!(memories.len() < 3 && !memories.is_empty(), "{text}");
+        assert!(text.chars().count() <= 700);
+    }
+
+    #[test]
+    fn a_session_gives_one_memory_and_others_fill_the_rest() {
+        let settings = RecallSettings::default();
+        let hits = [
+            hit("a", 0.95, 0.6, 0.5, (1, 1)),
+            hit("a", 0.94, 0.6, 0.5, (2, 2)),
+            hit("b", 0.90, 0.6, 0.5, (3, 3)),
+            hit("a", 0.89, 0.6, 0.5, (4, 4)),
+            hit("c", 0.80, 0.6, 0.5, (5, 5)),
+            hit("d", 0.70, 0.6, 0.5, (6, 6)),
+        ];
+        let sessions: Vec<_> = chosen(&hits, &settings)
+            .iter()
+            .map(|h| h.session_id.clone().unwrap())
+            .collect();
+        assert_eq!(sessions, ["a", "b", "c"]);
+        let two = RecallSettings {
+            per_session: 2,
+            ..RecallSettings::default()
+        };
+        let sessions: Vec<_> = chosen(&hits, &two)
+            .iter()
+            .map(|h| h.session_id.clone().unwrap())
+            .collect();
+        assert_eq!(sessions, ["a", "a", "b"]);
     }
 }

@@ -17,6 +17,7 @@ pub mod batch;
 pub mod candidates;
 pub mod dates;
 pub mod dedup;
+pub mod everyday;
 mod explain;
 pub mod filters;
 pub mod fusion;

@@ -16,8 +16,8 @@ use tantivy::{DocAddress, TantivyDocument};
 
 use super::fusion::{self, Fusion};
 use super::{
-    candidates, dates, dedup, default_min_score, neighbours, relevance, Filters, Mode, RankOptions,
-    SearchEngine,
+    candidates, dates, dedup, default_min_score, everyday, neighbours, relevance, Filters, Mode,
+    RankOptions, SearchEngine,
 };
 use crate::error::{Error, Result};
 
@@ -129,7 +129,7 @@ impl SearchEngine {
             }
             self.mark_identifiers(query, &mut pool)?;
             self.mark_dates(query, &mut pool)?;
-            let idfs = candidates::term_idfs(&self.searcher, self.fields.content, terms);
+            let idfs = self.question_weights(terms);
             if hybrid {
                 self.mark_coverage(terms, &idfs, &mut pool)?;
             }
@@ -319,6 +319,13 @@ impl SearchEngine {
         Ok(())
     }
 
+    /// What each query term weighs in coverage and in the normalised BM25
+    /// score: its IDF, an everyday word's capped (see [`everyday`]).
+    fn question_weights(&self, terms: &[String]) -> Vec<f32> {
+        let idfs = candidates::term_idfs(&self.searcher, self.fields.content, terms);
+        everyday::question_weights(terms, &idfs)
+    }
+
     /// Marks the candidates whose own time falls on the date the query names.
     fn mark_dates(&self, query: &str, pool: &mut [candidates::Candidate]) -> Result<()> {
         let Some(hint) = dates::DateHint::of(query) else {
@@ -349,7 +356,7 @@ impl SearchEngine {
         self.check_query(query)?;
         let terms = self.query_terms(query);
         let text_query = self.text_query(&terms);
-        let idfs = candidates::term_idfs(&self.searcher, self.fields.content, &terms);
+        let idfs = self.question_weights(&terms);
         let bm25 = self.top_docs(&*text_query, filters, depth)?;
         let (vector, query_vector) = match &self.vectors {
             Some(side) => {

@@ -168,6 +168,11 @@ pub struct Embedding {
     /// Segments with at least this many vectors get an HNSW graph; smaller ones
     /// are scanned exactly. `KNOWLEDGE_DB_HNSW_MIN_ROWS` overrides it.
     pub graph_min_rows: u32,
+    /// With `on_add = "now"`, `ingest` embeds inline up to this many records;
+    /// a larger batch (a whole history) is BM25-searchable at once and the
+    /// background upkeep adds its vectors, drafts first. `--embed now` always
+    /// embeds inline.
+    pub ingest_inline_max: usize,
 }
 
 impl Default for Embedding {
@@ -175,6 +180,7 @@ impl Default for Embedding {
         Embedding {
             on_add: EmbedOnAdd::Now,
             graph_min_rows: 20_000,
+            ingest_inline_max: 1_000,
         }
     }
 }

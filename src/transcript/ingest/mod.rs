@@ -346,6 +346,11 @@ pub struct IngestOptions {
     pub dry_run: bool,
     /// Ignore the saved read positions and read every file whole.
     pub full: bool,
+    /// Embed inline only up to this many records: a larger batch (a history
+    /// brought in at once) is stored for BM25 search without vectors, which
+    /// the background upkeep adds (int8 drafts first for a large backlog),
+    /// instead of holding the caller for minutes. `None`: always inline.
+    pub inline_embed_max: Option<usize>,
 }
 
 /// One file's part of an ingest.
@@ -396,6 +401,9 @@ pub struct IngestReport {
     /// (a session copied into two files): the copy from the file with more of
     /// the session's lines wins.
     pub superseded: usize,
+    /// Records left to the background upkeep's embedding because the batch
+    /// was larger than [`IngestOptions::inline_embed_max`] (0: none).
+    pub vectors_deferred: usize,
     /// Seconds the whole ingest took.
     pub seconds: f64,
     /// Whether nothing was written (`dry_run` asked, or no store).
@@ -580,6 +588,13 @@ pub fn ingest(
     if let Some(store) = store.filter(|_| !options.dry_run) {
         let (records, superseded) = most_complete_copies(store, records)?;
         report.superseded = superseded;
+        let embedder = match options.inline_embed_max {
+            Some(max) if embedder.is_some() && records.len() > max => {
+                report.vectors_deferred = records.len();
+                None
+            }
+            _ => embedder,
+        };
         // Redacted above, before replies were linked to their prompts.
         let (added, _) =
             store.add_redacted(records, redacted, HashMap::new(), embedder, lock_timeout)?;

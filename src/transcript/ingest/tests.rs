@@ -170,3 +170,41 @@ proptest! {
         prop_assert_eq!(seen_contexts, contexts);
     }
 }
+
+/// A batch larger than `inline_embed_max` is stored without vectors (the
+/// upkeep adds them) and says so; a batch within it is embedded inline.
+#[test]
+fn a_large_batch_leaves_its_vectors_to_the_upkeep() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, _) = session_lines(&[0, 1, 0, 1, 0, 1]);
+    let file = dir.path().join("s.jsonl");
+    std::fs::write(&file, text).unwrap();
+    let run = |name: &str, max: usize| {
+        let store = crate::store::Store::init(&dir.path().join(name)).unwrap();
+        let options = IngestOptions {
+            format: Some(Format::ClaudeCode),
+            namespace: "default".into(),
+            dry_run: false,
+            full: false,
+            inline_embed_max: Some(max),
+        };
+        let mut embedder = crate::embed::HashEmbedder::new(16);
+        ingest(
+            Some(&store),
+            std::slice::from_ref(&file),
+            &options,
+            Some(&mut embedder),
+            Duration::from_secs(5),
+            &mut |_, _| {},
+        )
+        .unwrap()
+    };
+    let deferred = run("small-limit", 2);
+    let stored = deferred.store.as_ref().unwrap();
+    assert!(stored.added > 2, "{stored:?}");
+    assert_eq!(deferred.vectors_deferred, stored.added);
+    assert_eq!(stored.without_vector, stored.added);
+    let inline = run("large-limit", 1_000);
+    assert_eq!(inline.vectors_deferred, 0);
+    assert_eq!(inline.store.as_ref().unwrap().without_vector, 0);
+}
