@@ -2,9 +2,13 @@
 // What the knowledge-db hooks add to a real Claude Code session: the same
 // scripted 10-turn `claude -p` session (9 tool calls — Bash, Write, Edit —
 // and a closing answer, served by the stand-in of tests/claude/standin.mjs)
-// run in a project without the hooks and in one with `hook install`,
-// alternately, N times each; the median wall time of each, and each hook's
-// own time as Claude Code's debug log reports it.
+// in four projects, in turn, N times each: one without knowledge-db; one
+// with the same six hooks registered but each running `cat >/dev/null` (what
+// Claude Code's running of any hook costs); one with `hook install` but its
+// `.mcp.json` removed (the hooks and the skill alone); and one with everything `hook install` writes (the MCP server too,
+// which `claude -p` starts, and waits for, before the first request); the
+// median wall time of each, and each hook's own time as Claude Code's debug
+// log reports it.
 //
 // The project with the hooks keeps its store across the runs (as a user's
 // does: recall searches the sessions before it, capture adds one more).
@@ -14,7 +18,9 @@
 //   scripts/setup-clients.sh must have installed Claude Code (KDB_CLAUDE), then
 //   node benches/claude-overhead.mjs [--runs 7] [--bin target/release/knowledge-db] [--json out.json]
 
-import { writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join } from "node:path";
 
 import { hookRuns, makeWorld, skipReason } from "../tests/claude/harness.mjs";
 import { startStandIn } from "../tests/claude/standin.mjs";
@@ -62,22 +68,37 @@ function tenTurns(w, i) {
 }
 
 const api = await startStandIn();
-const plain = makeWorld("overhead-plain", { api, install: false });
-const hooked = makeWorld("overhead-hooks", { api });
-const wall = { plain: [], hooks: [] };
+const worlds = {
+  plain: makeWorld("overhead-plain", { api, install: false }),
+  noop: makeWorld("overhead-noop", { api }),
+  hooks: makeWorld("overhead-hooks", { api }),
+  full: makeWorld("overhead-full", { api }),
+};
+for (const name of ["noop", "hooks"]) rmSync(join(worlds[name].proj, ".mcp.json"));
+{
+  const path = join(worlds.noop.proj, ".claude/settings.json");
+  const settings = JSON.parse(readFileSync(path, "utf8"));
+  for (const groups of Object.values(settings.hooks)) for (const g of groups) for (const h of g.hooks) h.command = "cat >/dev/null";
+  writeFileSync(path, JSON.stringify(settings, null, 2));
+}
+const names = Object.keys(worlds);
+const wall = Object.fromEntries(names.map((n) => [n, []]));
 const perHook = {};
 for (let i = 0; i < RUNS; i++) {
-  for (const [name, w] of i % 2 ? [["hooks", hooked], ["plain", plain]] : [["plain", plain], ["hooks", hooked]]) {
+  // A different order each round, so no variant always runs first.
+  const order = names.map((_, k) => names[(k + i) % names.length]);
+  for (const name of order) {
+    const w = worlds[name];
     api.script(tenTurns(w, i));
     const run = await w.claude(`Add feature ${i} to the retry client and run the checks`);
     if (run.status !== 0) throw new Error(`${name} run ${i}: exit ${run.status}: ${run.stderr}`);
     const left = api.left();
     if (left.main) throw new Error(`${name} run ${i}: the script was not used up (${run.debug})`);
     wall[name].push(run.ms);
-    if (name === "hooks") {
+    if (name === "hooks" || name === "noop") {
       for (const r of hookRuns(run.debug)) {
         const key = r.matcher && r.event !== "PostToolUse" ? `${r.event}:${r.matcher}` : r.event;
-        (perHook[key] ||= []).push(r);
+        ((perHook[name] ||= {})[key] ||= []).push(r);
       }
     }
     process.stderr.write(`${name} run ${i + 1}/${RUNS}: ${Math.round(run.ms)} ms\n`);
@@ -88,19 +109,25 @@ await api.close();
 const result = {
   runs: RUNS,
   bin: BIN,
-  wall_ms: {
-    without_hooks: { median: median(wall.plain), all: wall.plain.map(Math.round) },
-    with_hooks: { median: median(wall.hooks), all: wall.hooks.map(Math.round) },
+  load_average: loadavg(),
+  wall_ms: Object.fromEntries(names.map((n) => [n, { median: median(wall[n]), all: wall[n].map(Math.round) }])),
+  added_ms_median: {
+    noop_hooks: median(wall.noop) - median(wall.plain),
+    hooks_and_skill: median(wall.hooks) - median(wall.plain),
+    hooks_skill_and_mcp: median(wall.full) - median(wall.plain),
   },
-  added_ms_median: median(wall.hooks) - median(wall.plain),
   hooks: Object.fromEntries(
-    Object.entries(perHook).map(([k, rs]) => {
-      const ms = rs.map((r) => r.ms).filter((x) => x !== null);
-      return [k, { calls: rs.length, per_session: rs.length / RUNS, p50_ms: median(ms), p95_ms: pct(ms, 95), failed: rs.filter((r) => r.status !== 0).length }];
-    }),
+    Object.entries(perHook).map(([variant, byHook]) => [
+      variant,
+      Object.fromEntries(
+        Object.entries(byHook).map(([k, rs]) => {
+          const ms = rs.map((r) => r.ms).filter((x) => x !== null);
+          return [k, { calls: rs.length, per_session: rs.length / RUNS, p50_ms: median(ms), p95_ms: pct(ms, 95), failed: rs.filter((r) => r.status !== 0).length }];
+        }),
+      ),
+    ]),
   ),
 };
 console.log(JSON.stringify(result, null, 2));
 if (opt("--json")) writeFileSync(opt("--json"), JSON.stringify(result, null, 2));
-plain.remove();
-hooked.remove();
+for (const w of Object.values(worlds)) w.remove();

@@ -101,6 +101,10 @@ test("capture: a session with Bash, Write, Edit and a subagent is in the store, 
   const texts = records.map((r) => r.source.text);
   const has = (pred, what) => assert.ok(records.some(pred), `${what} not stored; stored:\n${texts.join("\n")}`);
   has((r) => r.source.role === "user" && r.source.text === work.prompt, "the prompt");
+  // Only the conversation: none of 2.1.328's new bookkeeping lines (an
+  // `api-request-blob` line holds a copy of the user's message) is stored.
+  const users = records.filter((r) => r.source.role === "user" && !r.source.is_sidechain);
+  assert.deepEqual(users.map((r) => r.source.text), [work.prompt]);
   has((r) => r.source.role === "assistant" && /root cause is a missing import/.test(r.source.text), "the answer with the decision");
   has((r) => r.source.tool_names?.includes("Bash") && !r.source.is_sidechain, "the Bash call");
   has((r) => r.source.tool_names?.includes("Write"), "the Write call");

@@ -144,7 +144,7 @@ export function hookRuns(debugFile) {
   const re = /(?:Hooks: |\] )([A-Za-z]+)(?::([^ \]]+))? \[([^\]]+)\] (?:finished|completed) with status (-?\d+)(?: \((\d+)ms\))?/;
   for (const line of readFileSync(debugFile, "utf8").split("\n")) {
     const m = re.exec(line);
-    if (m && /hook /.test(m[3])) runs.push({ event: m[1], matcher: m[2] || null, command: m[3], status: Number(m[4]), ms: m[5] ? Number(m[5]) : null });
+    if (m && !/cc-plugin/.test(m[3])) runs.push({ event: m[1], matcher: m[2] || null, command: m[3], status: Number(m[4]), ms: m[5] ? Number(m[5]) : null });
   }
   return runs;
 }
