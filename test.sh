@@ -79,7 +79,7 @@ fi
 # ---- the real Claude Code (tests/claude/): `claude -p` against a scripted ----
 # Messages API stand-in, in a project with the hooks, the skill and the MCP
 # server installed: capture, recall, brief, MCP, skill, compaction, never
-# blocking (29 sessions, 80-130 s on 2 loaded cores).
+# blocking (22 sessions, 80-130 s on 2 loaded cores).
 if [ -z "$clients_skipped" ]; then
   KNOWLEDGE_DB_BIN="$PWD/target/debug/knowledge-db" \
     "$KDB_NODE24/node" --test --test-concurrency=1 tests/claude/claude.test.mjs
