@@ -18,7 +18,7 @@
 //   KDB_CLAUDE_RECORD     append every request the stand-in receives to this file
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -289,7 +289,12 @@ test("never blocking: a locked store, a removed binary and a corrupt store; the 
   // (its own process group: the lock is held by `sleep` too, which inherits the descriptor)
   const holder = spawn("flock", ["-x", join(locked.store, "LOCK"), "-c", "sleep 60"], { stdio: "ignore", detached: true });
   try {
-    await new Promise((r) => setTimeout(r, 300));
+    // Wait until it really holds the lock (`flock -n` fails while it does).
+    const lock = join(locked.store, "LOCK");
+    for (let i = 0; i < 100 && spawnSync("flock", ["-n", lock, "true"]).status === 0; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.notEqual(spawnSync("flock", ["-n", lock, "true"]).status, 0, "the lock is held");
     const s = await session(locked, "do some work while the store is busy", script());
     assert.ok(s.run.ms < 30_000, `${s.run.ms} ms`);
     for (const r of hookRuns(s.run.debug)) assert.equal(r.status, 0, JSON.stringify(r));
