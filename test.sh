@@ -9,7 +9,7 @@ cd "$(dirname "$0")"
 # a quick no-op once installed).
 scripts/setup-model.sh
 
-# The real clients: Node 24, openclaw, MCP Inspector (npm) and the MCP Python
+# The real clients: Node 24, openclaw, MCP Inspector, Claude Code (npm) and the MCP Python
 # SDK (PyPI), cached in ~/.cache/knowledge-db/clients. Without the registries
 # their tests are skipped, and said to be.
 clients_skipped=""
@@ -75,3 +75,15 @@ else
   echo "test.sh: SKIPPED the viewer's browser test: $clients_skipped" >&2
 fi
 # ---- end of the viewer block ----
+
+# ---- the real Claude Code (tests/claude/): `claude -p` against a scripted ----
+# Messages API stand-in, in a project with the hooks, the skill and the MCP
+# server installed: capture, recall, brief, MCP, skill, compaction, never
+# blocking (22 sessions, 80-130 s on 2 loaded cores).
+if [ -z "$clients_skipped" ]; then
+  KNOWLEDGE_DB_BIN="$PWD/target/debug/knowledge-db" \
+    "$KDB_NODE24/node" --test --test-concurrency=1 tests/claude/claude.test.mjs
+else
+  echo "test.sh: SKIPPED the real Claude Code tests: $clients_skipped" >&2
+fi
+# ---- end of the real Claude Code block ----

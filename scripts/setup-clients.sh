@@ -11,6 +11,8 @@
 #   inspector/  MCP Inspector (its CLI mode)
 #   mcp-venv/   the official MCP Python SDK (`mcp` from PyPI)
 #   playwright/ playwright-core (npm), which drives the viewer's browser test
+#   claude-code/ Claude Code itself (@anthropic-ai/claude-code and its native
+#               linux-x64 package, about 370 MB), driven headless by tests/claude/
 # and Debian's chromium (apt, /usr/bin/chromium; never a downloaded browser).
 # and openclaw-plugin/node_modules (git-ignored) from the plugin's package-lock.json.
 # A second run checks versions and installs nothing. Exit code 3, with a line on
@@ -27,6 +29,7 @@ OPENCLAW_VERSION=2026.9.6
 INSPECTOR_VERSION=2.12.0
 MCP_PYTHON_VERSION=2.3.0
 PLAYWRIGHT_VERSION=1.65.1
+CLAUDE_CODE_VERSION=2.1.328
 
 unreachable() {
   echo "setup-clients: $1 could not be installed (is the registry reachable? see $log):" >&2
@@ -90,6 +93,23 @@ if [ "$(installed_version "$playwright")" != "$PLAYWRIGHT_VERSION" ]; then
 fi
 # ---- end of the viewer's clients ----
 
+# ---- the real Claude Code (tests/claude/) ----
+# npm may skip the package's postinstall (which links the native binary over
+# bin/claude.exe); install.cjs is then run by hand, as its README says.
+claude_pkg=$cache/claude-code/node_modules/@anthropic-ai/claude-code
+claude_bin=$claude_pkg/bin/claude.exe
+claude_version() { "$claude_bin" --version 2>/dev/null | sed -n 's/^\([0-9.]*\) (Claude Code)$/\1/p'; }
+if [ "$(claude_version)" != "$CLAUDE_CODE_VERSION" ]; then
+  echo "setup-clients: installing Claude Code $CLAUDE_CODE_VERSION from npm (about 370 MB)" >&2
+  npm install --no-audit --no-fund --prefix "$cache/claude-code" \
+    "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" >>"$log" 2>&1 || unreachable "Claude Code (npm)"
+  [ "$(claude_version)" = "$CLAUDE_CODE_VERSION" ] \
+    || (cd "$claude_pkg" && node install.cjs >>"$log" 2>&1) || true
+  [ "$(claude_version)" = "$CLAUDE_CODE_VERSION" ] \
+    || { echo "setup-clients: $claude_bin does not report Claude Code $CLAUDE_CODE_VERSION (it says: $("$claude_bin" --version 2>&1 | head -1)); see $log" >&2; exit 1; }
+fi
+# ---- end of Claude Code ----
+
 echo "export PATH=\"$node24:\$PATH\""
 echo "export KDB_OPENCLAW_DIR=\"$openclaw\""
 echo "export KDB_MCP_INSPECTOR=\"$cache/inspector/node_modules/.bin/mcp-inspector\""
@@ -97,3 +117,4 @@ echo "export KDB_MCP_PYTHON=\"$venv/bin/python\""
 echo "export KDB_NODE24=\"$node24\""
 echo "export KDB_CHROMIUM=/usr/bin/chromium"
 echo "export KDB_PLAYWRIGHT_CORE=\"$playwright\""
+echo "export KDB_CLAUDE=\"$claude_bin\""

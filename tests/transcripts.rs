@@ -500,3 +500,76 @@ fn an_assistants_words_carry_the_prompt_they_answer() {
         "{ids:?}"
     );
 }
+
+/// A session the real Claude Code 2.1.328 wrote (the capture session of
+/// `tests/claude/`, run against the scripted stand-in; paths moved to
+/// /home/dev/httpkit): a prompt, Bash, Write, Edit and an `Agent` subagent.
+/// Its transcript is mostly bookkeeping (`attachment`, `api-request-shape`,
+/// `api-request-blob` holding a copy of the user's message, `cost-state`,
+/// blank lines), and the subagent's transcript has an `agent-<id>.meta.json`
+/// beside it, on which a folder ingest failed whole.
+#[test]
+fn a_real_claude_code_2_1_328_folder_ingests_the_conversation_only() {
+    // The session's folder as Claude Code left it, `.meta.json` included (kept
+    // out of data-samples/, where `add data-samples/` would read it as a record).
+    let dir = tempfile::tempdir().expect("tmp");
+    let project = dir.path().join("-home-dev-httpkit");
+    let sample = fixture("claude-code-2.1.328/-home-dev-httpkit");
+    let session = "6acdeb09-9352-4057-997b-261220c30e85";
+    let subagents = project.join(session).join("subagents");
+    std::fs::create_dir_all(&subagents).expect("folders");
+    let main = format!("{session}.jsonl.gz");
+    std::fs::copy(sample.join(&main), project.join(&main)).expect("copy");
+    let agent = format!("{session}/subagents/agent-a4dc1debfca07b9b6.jsonl.gz");
+    std::fs::copy(sample.join(&agent), project.join(&agent)).expect("copy");
+    std::fs::write(
+        subagents.join("agent-a4dc1debfca07b9b6.meta.json"),
+        r#"{"agentType":"general-purpose","isBuiltIn":true,"description":"Review the retry fix","toolUseId":"toolu_standin000010","spawnDepth":1,"requestShape":"foreground","requestNonInteractive":true,"model":"claude-opus-5-5","pickedEffortModel":"claude-opus-5-5","finished":true}"#,
+    )
+    .expect("meta");
+    let store = TestStore::new();
+    store
+        .cmd()
+        .args(["ingest", "--embed", "later"])
+        .arg(dir.path())
+        .assert()
+        .success();
+    let out = store
+        .cmd()
+        .args(["export", "--no-vectors"])
+        .output()
+        .expect("export");
+    let messages: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["kind"] == "message")
+        .map(|v| v["source"].clone())
+        .collect();
+    assert_eq!(messages.len(), 14);
+    assert!(messages.iter().all(|m| m["session_id"] == session));
+    assert_eq!(
+        messages
+            .iter()
+            .filter(|m| m["is_sidechain"] == true)
+            .count(),
+        4
+    );
+    let prompts: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "user" && m["is_sidechain"] != true)
+        .filter_map(|m| m["text"].as_str())
+        .collect();
+    assert_eq!(
+        prompts,
+        ["The HTTP client retry tests fail intermittently; find out why and fix it"]
+    );
+    let tools: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| m["tool_names"].as_array())
+        .flatten()
+        .filter_map(|t| t.as_str())
+        .collect();
+    for tool in ["Bash", "Write", "Edit", "Agent"] {
+        assert!(tools.contains(&tool), "{tool} in {tools:?}");
+    }
+}

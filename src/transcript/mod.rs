@@ -722,7 +722,9 @@ pub fn detect_format(bytes: &[u8]) -> Option<Format> {
 }
 
 /// Transcript files under `paths`: files as given, folders searched recursively
-/// for `.jsonl`, `.jsonl.gz` and `.json`, sorted by path. Symlinks are
+/// for `.jsonl`, `.jsonl.gz` and `.json` (but not `.meta.json`: Claude Code
+/// writes `subagents/agent-<id>.meta.json`, the subagent's type and
+/// description, beside each subagent's transcript), sorted by path. Symlinks are
 /// followed, but each folder is entered once (see `crate::bounded::walk`), so
 /// links that form a loop do not make the walk endless.
 pub fn find_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
@@ -744,7 +746,9 @@ pub fn find_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
 
 fn is_transcript_name(path: &Path) -> bool {
     let name = path.to_string_lossy();
-    name.ends_with(".jsonl") || name.ends_with(".jsonl.gz") || name.ends_with(".json")
+    name.ends_with(".jsonl")
+        || name.ends_with(".jsonl.gz")
+        || (name.ends_with(".json") && !name.ends_with(".meta.json"))
 }
 
 #[cfg(test)]

@@ -56,3 +56,35 @@ fn resuming_continues_turns() {
     assert_eq!(t.messages[0].line, 2);
     assert_eq!(t.messages[0].turn_index, 1);
 }
+
+/// Claude Code (2.1.328) writes `<session>/subagents/agent-<id>.meta.json`
+/// beside each subagent's transcript; a folder walk must not take it for a
+/// transcript (ingest of `~/.claude/projects` failed on it whole).
+#[test]
+fn a_folder_walk_leaves_out_claude_codes_subagent_meta_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let subagents = dir.path().join("proj/abc/subagents");
+    std::fs::create_dir_all(&subagents).unwrap();
+    std::fs::write(dir.path().join("proj/abc.jsonl"), "{}\n").unwrap();
+    std::fs::write(subagents.join("agent-a1.jsonl"), "{}\n").unwrap();
+    std::fs::write(
+        subagents.join("agent-a1.meta.json"),
+        r#"{"agentType":"general-purpose","description":"Review","finished":true}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("whole.json"), "[]").unwrap();
+    let found = find_files(&[dir.path().to_path_buf()]).unwrap();
+    let mut names: Vec<String> = found
+        .iter()
+        .map(|p| p.strip_prefix(dir.path()).unwrap().display().to_string())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "proj/abc.jsonl",
+            "proj/abc/subagents/agent-a1.jsonl",
+            "whole.json"
+        ]
+    );
+}

@@ -55,9 +55,13 @@ pub fn brief(store_root: &Path, input: &HookInput) -> Result<Option<String>> {
             &span.session_id,
             &[Kind::Task, Kind::Segment],
         )?;
-        let first_prompt = session_messages(&searcher, store.fields(), &span.session_id, 0, 0)?
-            .into_iter()
-            .find(|m| m.fields.title == "user");
+        let first_prompt = first_main_prompt(session_messages(
+            &searcher,
+            store.fields(),
+            &span.session_id,
+            0,
+            0,
+        )?);
         let state: Option<SessionState> = read_json(&files.state(&span.session_id)).unwrap_or(None);
         let when = span
             .last
@@ -90,6 +94,32 @@ pub fn brief(store_root: &Path, input: &HookInput) -> Result<Option<String>> {
     }
     out.push_str(&tail);
     Ok(Some(out))
+}
+
+/// The session's first prompt: the earliest user message of the main chain.
+/// `session_messages` orders a turn's messages by id, and a subagent's prompt
+/// (a sidechain user message of the same session, in the same turn) is not
+/// what the session was about (the real Claude Code showed both).
+fn first_main_prompt(messages: Vec<Record>) -> Option<Record> {
+    let order = |m: &Record| {
+        let time = m
+            .source
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let line = m
+            .source
+            .pointer("/origin/line")
+            .and_then(Value::as_u64)
+            .unwrap_or(u64::MAX);
+        (time, line)
+    };
+    messages
+        .into_iter()
+        .filter(|m| m.fields.title == "user")
+        .filter(|m| m.source.get("is_sidechain").and_then(Value::as_bool) != Some(true))
+        .min_by_key(order)
 }
 
 /// One session of the brief: `- date, session id: what; done; open`.
@@ -149,5 +179,36 @@ fn clip(text: &str) -> String {
     match first.char_indices().nth(ITEM_CHARS) {
         Some((at, _)) => format!("{}…", &first[..at]),
         None => first.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn message(id: &str, role: &str, timestamp: &str, line: u64, sidechain: bool) -> Record {
+        let mut record: Record = serde_json::from_value(json!({
+            "id": id, "kind": "message", "namespace": "default", "added_at": timestamp,
+            "source": {"role": role, "timestamp": timestamp, "is_sidechain": sidechain,
+                       "origin": {"line": line}},
+        }))
+        .expect("record");
+        record.fields.title = role.to_string();
+        record
+    }
+
+    /// The real Claude Code's session: the main prompt (line 3), then a
+    /// subagent's prompt (line 1 of its own file) whose id sorts first; the
+    /// brief said the session "asked" the subagent's prompt.
+    #[test]
+    fn the_first_prompt_is_the_main_chains_earliest_not_a_subagents() {
+        let messages = vec![
+            message("s:0aa", "user", "2026-11-28T20:05:28.140Z", 1, true),
+            message("s:3ff", "assistant", "2026-11-28T20:05:27.540Z", 22, false),
+            message("s:9bb", "user", "2026-11-28T20:05:27.350Z", 3, false),
+            message("s:1cc", "user", "2026-11-28T20:05:29.000Z", 50, false),
+        ];
+        assert_eq!(first_main_prompt(messages).expect("prompt").id, "s:9bb");
     }
 }
