@@ -7,6 +7,8 @@
 
 #[path = "common/battery.rs"]
 mod battery;
+#[path = "common/battery_audit.rs"]
+mod battery_audit;
 #[path = "common/battery_code.rs"]
 mod battery_code;
 #[path = "common/secrets.rs"]
@@ -36,7 +38,7 @@ fn failure(redactor: &Redactor, case: &battery::Case, text: &str) -> Option<Stri
             return Some(format!("leaked {leak:?}\n  out: {:?}", out.text));
         }
     }
-    if out.found.kinds.is_empty() {
+    if out.found.is_empty() {
         return Some(format!("no placeholder\n  out: {:?}", out.text));
     }
     if !case.kinds.is_empty() && !case.kinds.iter().any(|k| out.found.kinds.contains_key(*k)) {
@@ -171,6 +173,9 @@ fn lookalikes(rng: &mut Rng) -> Vec<(&'static str, String)> {
         )
     };
     vec![
+        ("AWS documentation's example keys", "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nregion = us-west-2".to_string()),
+        ("Stripe's documented test keys", "stripe.api_key = \"sk_test_4eC39HqLyjWDarjtT1zdp7dc\"\nconst stripe = Stripe('pk_test_TYooMQauvdEDq54NiTphI7jx');\nSTRIPE_SECRET_KEY=sk_test_BQokikJOvBiI2HlWgH4olfQ2".to_string()),
+        ("a sha256 under token_hash", format!("{{\"token_hash\": \"{}\", \"api_key_sha256\": \"{}\"}}\nrefresh_token_digest = {}", sha256(rng), sha256(rng), sha256(rng))),
         ("git log", format!("commit {}\nAuthor: Ann Example <ann@example.com>\nDate:   Mon Jan 5 10:00:00 2026 +0100\n\n    auth: refresh the token before it expires\n", sha1(rng))),
         ("git log --oneline", format!("{} fix(auth): rotate api key on 401\n{} feat: password reset flow", &sha1(rng)[..7], &sha1(rng)[..7])),
         ("git show stat", format!("Merge: {} {}\n token.rs | 12 ++++----", &sha1(rng)[..7], &sha1(rng)[..7])),
