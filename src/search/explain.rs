@@ -143,7 +143,7 @@ impl SearchEngine {
                 terms.join(", ")
             ));
         }
-        Ok(self.excluded_by_filters(unfiltered, text_query, filters)?)
+        self.excluded_by_filters(unfiltered, text_query, filters)
     }
 
     /// [`Self::explain_empty`] within one namespace: the namespace is the store.
