@@ -284,3 +284,61 @@ fn eval_corpora_have_nothing_to_redact() {
         assert!(found.is_empty(), "{corpus}: {found:?}");
     }
 }
+
+/// False positives on code-heavy text: every file under the folders of
+/// `KDB_SCAN_DIRS` (`:`-separated; lockfiles, crates' sources and test
+/// fixtures) whose name ends in one of a few code extensions, redacted line
+/// by line; prints the findings by kind and each finding of the rules added
+/// for issue 38 for review. A measurement, not a check: `KDB_SCAN_DIRS=… cargo
+/// nextest run --test privacy_battery --run-ignored all code_heavy`.
+#[test]
+#[ignore = "a measurement over folders named by KDB_SCAN_DIRS"]
+fn code_heavy_text_findings() {
+    let Ok(dirs) = std::env::var("KDB_SCAN_DIRS") else {
+        return;
+    };
+    let redactor = Redactor::builtin();
+    let mut by_kind: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut files, mut bytes) = (0usize, 0usize);
+    let mut stack: Vec<std::path::PathBuf> = dirs.split(':').map(Into::into).collect();
+    let code = [
+        "rs", "toml", "lock", "json", "sum", "yaml", "yml", "md", "txt", "sh", "py", "js", "ts",
+        "go",
+    ];
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            if let Ok(read) = std::fs::read_dir(&path) {
+                stack.extend(read.flatten().map(|e| e.path()));
+            }
+            continue;
+        }
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if !code.contains(&ext) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        if text.len() > 4 << 20 {
+            continue;
+        }
+        files += 1;
+        bytes += text.len();
+        for span in redactor.find(&text) {
+            *by_kind.entry(span.kind.clone()).or_default() += 1;
+            let new = [
+                "piped-password",
+                "command-password",
+                "password-in-prose",
+                "vendor-token",
+                "kubernetes-secret-data",
+            ];
+            if new.contains(&span.kind.as_str()) {
+                let from = text.floor_char_boundary(span.range.start.saturating_sub(40));
+                let to = text.ceil_char_boundary((span.range.end + 20).min(text.len()));
+                eprintln!("{} {}: {:?}", span.kind, path.display(), &text[from..to]);
+            }
+        }
+    }
+    eprintln!("{files} files, {bytes} bytes: {by_kind:?}");
+}
