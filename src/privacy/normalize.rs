@@ -65,8 +65,12 @@ impl View {
 
 /// Whether `text` holds something the view would change.
 fn worth_a_view(text: &str) -> bool {
-    text.contains("\\\\")
-        || text.chars().any(is_invisible)
+    // An escaped escape (`\\"`, `\\n`: two levels deep or more), an
+    // invisible character (never in ASCII text), a vendor token before a
+    // line break.
+    text.contains("\\\\\"")
+        || text.contains("\\\\n")
+        || (!text.is_ascii() && text.chars().any(is_invisible))
         || broken_token().is_some_and(|re| re.is_match(text))
 }
 
