@@ -263,3 +263,95 @@ fn a_forget_killed_midway_is_finished_by_the_next_and_never_lets_the_records_bac
         store.cmd().arg("verify").assert().success();
     }
 }
+
+/// Every hook, replayed on a forgotten session's transcript (under its own
+/// session id and under another id that reads the same transcript), leaves
+/// no word of it in any file of the store (issue 38: the next hook run
+/// rebuilt `hooks/<S>.json` with term lists of the forgotten words, and state
+/// filed under another id kept them).
+#[test]
+fn hook_replays_of_a_forgotten_session_leave_no_word_of_it() {
+    let store = TestStore::new();
+    let path = transcript(&store, SESSION, MARKER);
+    let input = |id: &str| {
+        json!({"session_id": id, "transcript_path": path, "cwd": "/tmp/proj",
+               "tool_name": "Bash", "prompt": "what was the vault path again?",
+               "trigger": "manual", "source": "resume", "reason": "clear"})
+        .to_string()
+    };
+    let hooks = [
+        "post-tool-use",
+        "pre-compact",
+        "stop",
+        "user-prompt-submit",
+        "session-start",
+        "session-end",
+    ];
+    let replay = |id: &str| {
+        for hook in hooks {
+            store
+                .cmd()
+                .args(["hook", hook])
+                .write_stdin(input(id))
+                .assert()
+                .success();
+        }
+    };
+    // Before the forget: the hooks of both ids read the transcript.
+    replay(SESSION);
+    replay("another-hook-id");
+    assert!(
+        contains(&all_bytes(&store.path()), MARKER),
+        "the hooks kept it"
+    );
+    store.json(&["forget", "--session", SESSION]);
+    // After: every hook again, under both ids.
+    replay(SESSION);
+    replay("another-hook-id");
+    let log = std::fs::read_to_string(store.path().join("hooks/hooks.log")).unwrap_or_default();
+    assert!(!log.contains("error"), "{log}");
+    for (path, bytes) in files_under(&store.path()) {
+        assert!(
+            !contains(&bytes, MARKER),
+            "{} holds a word of the forgotten session",
+            path.display()
+        );
+    }
+    assert_eq!(store.json(&["stats"])["records"], 0);
+    let dry = store.json(&["scrub", "--dry-run"]);
+    assert_eq!(dry["forgotten_files"], json!([]), "{dry}");
+    // What an older build's hooks left: scrub finds it (by name, or by the
+    // transcript it names) and removes it.
+    let left = [
+        (format!("hooks/{SESSION}.json"), "{}".to_string()),
+        (
+            "hooks/older-id.json".to_string(),
+            json!({"transcript": path}).to_string(),
+        ),
+    ];
+    for (name, text) in &left {
+        std::fs::write(store.path().join(name), text).unwrap();
+    }
+    let dry = store.json(&["scrub", "--dry-run"]);
+    let expected = json!(["hooks/forget-session-1.json", "hooks/older-id.json"]);
+    assert_eq!(dry["forgotten_files"], expected, "{dry}");
+    assert!(store.path().join(&left[0].0).exists());
+    let done = store.json(&["scrub"]);
+    assert_eq!(done["forgotten_files"], expected, "{done}");
+    assert!(!store.path().join(&left[0].0).exists());
+    assert!(!store.path().join(&left[1].0).exists());
+}
+
+/// Every file under `dir`, with its bytes.
+fn files_under(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            out.push((path, bytes));
+        }
+    }
+    out
+}

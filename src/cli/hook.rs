@@ -358,6 +358,11 @@ fn as_hook(
             Ok(HookInput::parse(&raw)?)
         })
         .and_then(|input| {
+            // A forgotten session's transcript is never read again (forget
+            // is a tombstone for the hooks too).
+            if hooks::skip_forgotten(root, &input)? {
+                return Ok((input, None));
+            }
             // Even a bug must not fail the agent's tool call: a panic is logged too.
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&input)))
                 .unwrap_or_else(|_| {

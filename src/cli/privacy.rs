@@ -250,6 +250,21 @@ pub fn scrub(root: &Path, args: ScrubArgs) -> anyhow::Result<ExitCode> {
     } else {
         ("replaced", "dropped")
     };
+    if !report.forgotten_files.is_empty() {
+        println!(
+            "{} {} file{} kept for a forgotten session:",
+            if report.dry_run {
+                "would remove"
+            } else {
+                "removed"
+            },
+            report.forgotten_files.len(),
+            plural(report.forgotten_files.len())
+        );
+        for file in &report.forgotten_files {
+            println!("  {file}");
+        }
+    }
     if report.found.is_empty() {
         println!("no secret or private span found: nothing to scrub");
         return Ok(ExitCode::SUCCESS);

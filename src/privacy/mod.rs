@@ -28,6 +28,8 @@
 //! ([`PrivacySettings`]): extra patterns of the user's, and values or
 //! patterns never to redact.
 
+mod decoded;
+mod normalize;
 mod private;
 mod rules;
 mod scan;
@@ -47,7 +49,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::record::Record;
 use rules::{Allowlist, Prefilter, Rule};
-use scan::{Allowed, Scanner};
+use scan::{Allowed, Hit, Scanner};
 
 pub use rules::GITLEAKS_VERSION;
 
@@ -339,8 +341,45 @@ impl Redactor {
         if !self.redact {
             return Redacted { text, found };
         }
-        let text = self.scanner(&text).redact(text, &mut found);
+        let hits = self.hits(&text);
+        let text = scan::replace(text, &hits, &mut found);
         Redacted { text, found }
+    }
+
+    /// The secrets of `text`, merged, in text order: what the rules find in
+    /// it as written, in its normalised view (nested escapes undone,
+    /// invisible characters and line breaks inside vendor tokens taken out:
+    /// `normalize`), and the base64 values of a Kubernetes Secret that hold
+    /// one (`decoded`).
+    fn hits(&self, text: &str) -> Vec<Hit<'_>> {
+        let mut hits = self.scanner(text).raw_hits(text);
+        if let Some(view) = normalize::view(text) {
+            let placeholders = scan::placeholder_spans(text);
+            for mut hit in self.scanner(&view.text).raw_hits(&view.text) {
+                hit.span = view.original(&hit.span);
+                let clear = !placeholders
+                    .iter()
+                    .any(|p| p.start < hit.span.end && hit.span.start < p.end);
+                if !hit.span.is_empty() && clear {
+                    hits.push(hit);
+                }
+            }
+        }
+        for value in decoded::data_values(text) {
+            if value.secret_key
+                || !self
+                    .scanner(&value.decoded)
+                    .raw_hits(&value.decoded)
+                    .is_empty()
+            {
+                hits.push(Hit {
+                    span: value.range,
+                    id: "kubernetes-secret-data",
+                    rank: 1,
+                });
+            }
+        }
+        scan::merge(hits)
     }
 
     /// Where the secrets of `text` are and what kind each is, in text order,
@@ -350,12 +389,11 @@ impl Redactor {
         if !self.redact {
             return Vec::new();
         }
-        self.scanner(text)
-            .spans(text)
+        self.hits(text)
             .into_iter()
-            .map(|(range, kind)| SecretSpan {
-                kind: kind.to_string(),
-                range,
+            .map(|hit| SecretSpan {
+                kind: hit.id.to_string(),
+                range: hit.span,
             })
             .collect()
     }

@@ -13,11 +13,27 @@ use std::sync::OnceLock;
 use aho_corasick::AhoCorasick;
 use regex::Regex;
 
-/// The tags, in any case, with spaces allowed inside the brackets.
+/// The tags, in any case: with any white space inside the brackets (line
+/// breaks, NBSP, an escaped `\n` of JSON held as text), attributes
+/// (`<private reason="pii">`), a self-closing slash (`<private/>`, read as an
+/// opening tag), HTML-escaped (`&lt;private&gt;`, `&#60;`), JSON-escaped
+/// (`\u003c`) and fullwidth (`＜ｐｒｉｖａｔｅ＞`) brackets and letters.
 fn tags() -> Option<&'static Regex> {
     static TAGS: OnceLock<Option<Regex>> = OnceLock::new();
-    TAGS.get_or_init(|| Regex::new(r"(?i)<[ \t]*(/?)[ \t]*private[ \t]*>").ok())
-        .as_ref()
+    TAGS.get_or_init(|| {
+        let open = r"(?:<|＜|&lt;|&#0*60;|&#x0*3c;|\\?\\u003c)";
+        let close = r"(?:>|＞|&gt;|&#0*62;|&#x0*3e;|\\?\\u003e)";
+        let space = r"(?:\s|\\[nrt])";
+        let word = r"(?:private|ｐｒｉｖａｔｅ)";
+        // `name="value"`: an attribute needs its `=` (so `if a < private &&
+        // b > c` in code is no tag).
+        let attribute = r#"[A-Za-z_:][-\w:.]*(?:\s|\\[nrt])*=(?:\s|\\[nrt])*(?:\\?"[^"\n]*?\\?"|'[^'\n]*'|&quot;.*?&quot;|[^\s<>＜＞&"'/]+)"#;
+        Regex::new(&format!(
+            r"(?i){open}{space}*([/／]?){space}*{word}(?:{space}+{attribute})*{space}*/?{space}*{close}"
+        ))
+        .ok()
+    })
+    .as_ref()
 }
 
 /// `text` without its private spans, and how many spans were dropped
@@ -76,7 +92,12 @@ fn contains_private(text: &str) -> bool {
     WORD.get_or_init(|| {
         AhoCorasick::builder()
             .ascii_case_insensitive(true)
-            .build(["private"])
+            .build([
+                "private",
+                "ｐｒｉｖａｔｅ",
+                "ＰＲＩＶＡＴＥ",
+                "Ｐｒｉｖａｔｅ",
+            ])
             .ok()
     })
     .as_ref()
@@ -97,6 +118,19 @@ mod tests {
             ("keep <private>everything after", "keep ", 1),
             ("stray </private> close", "stray  close", 0),
             ("< private >a</ private >b", "b", 1),
+            ("a <private\n>k</private> b", "a  b", 1),
+            ("a <private reason=\"pii\">k</private> b", "a  b", 1),
+            ("a <private\u{a0}>k</private\u{a0}> b", "a  b", 1),
+            ("a <private/>k</private> b", "a  b", 1),
+            ("a &lt;private&gt;k&lt;/private&gt; b", "a  b", 1),
+            ("a ＜private＞k＜/private＞ b", "a  b", 1),
+            ("a ＜ｐｒｉｖａｔｅ＞k＜／ｐｒｉｖａｔｅ＞ b", "a  b", 1),
+            (
+                "a \\u003cprivate\\u003ek\\u003c/private\\u003e b",
+                "a  b",
+                1,
+            ),
+            ("a <private_key>k b", "a <private_key>k b", 0),
             ("private matters, no tags", "private matters, no tags", 0),
             ("no word at all", "no word at all", 0),
         ];

@@ -51,16 +51,19 @@ pub(crate) struct Scanner<'r> {
     pub allowed: &'r Allowed,
 }
 
-/// One secret found: the bytes to replace and the rule that found it.
+/// One secret found: the bytes to replace and the kind that found it.
 #[derive(Debug, Clone)]
-struct Hit<'r> {
-    span: Range<usize>,
-    rule: &'r Rule,
+pub(crate) struct Hit<'r> {
+    pub span: Range<usize>,
+    /// The rule id (the placeholder's name).
+    pub id: &'r str,
+    /// The rule's rank (see `rules::GENERAL_RULES`): the lowest names an overlap.
+    pub rank: u8,
 }
 
-impl Scanner<'_> {
-    /// The secrets of `text`, merged, in text order.
-    fn hits(&self, text: &str) -> Vec<Hit<'_>> {
+impl<'r> Scanner<'r> {
+    /// The secrets of `text`, not merged.
+    pub(crate) fn raw_hits(&self, text: &str) -> Vec<Hit<'r>> {
         if self.groups.iter().all(|(_, woken)| woken.is_empty()) {
             return Vec::new();
         }
@@ -71,12 +74,16 @@ impl Scanner<'_> {
                 let rule = &rules[index];
                 for span in self.rule_hits(rule, text) {
                     if !placeholders.iter().any(|p| overlaps(p, &span)) {
-                        hits.push(Hit { span, rule });
+                        hits.push(Hit {
+                            span,
+                            id: &rule.id,
+                            rank: rule.rank,
+                        });
                     }
                 }
             }
         }
-        merge(hits)
+        hits
     }
 
     /// The spans of the secrets `rule` finds in `text`.
@@ -127,46 +134,42 @@ impl Scanner<'_> {
         }
         spans
     }
+}
 
-    /// The secrets of `text`, merged, in text order: (span, rule id).
-    pub(crate) fn spans<'s>(&'s self, text: &str) -> Vec<(Range<usize>, &'s str)> {
-        self.hits(text)
-            .into_iter()
-            .map(|h| (h.span, h.rule.id.as_str()))
-            .collect()
+/// `text` with the (merged, ordered) `hits` replaced by their placeholders;
+/// what was replaced is added to `found`.
+pub(crate) fn replace<'t>(
+    text: Cow<'t, str>,
+    hits: &[Hit<'_>],
+    found: &mut Findings,
+) -> Cow<'t, str> {
+    if hits.is_empty() {
+        return text;
     }
-
-    /// `text` with every secret replaced by its placeholder; what was found is
-    /// added to `found`.
-    pub(crate) fn redact<'t>(&self, text: Cow<'t, str>, found: &mut Findings) -> Cow<'t, str> {
-        let hits = self.hits(&text);
-        if hits.is_empty() {
-            return text;
-        }
-        let mut out = String::with_capacity(text.len() + hits.len() * 24);
-        let mut kept = 0;
-        for hit in &hits {
-            out.push_str(&text[kept..hit.span.start]);
-            out.push_str(PLACEHOLDER_START);
-            out.push_str(&hit.rule.id);
-            out.push(']');
-            kept = hit.span.end;
-            *found.kinds.entry(hit.rule.id.clone()).or_default() += 1;
-        }
-        out.push_str(&text[kept..]);
-        Cow::Owned(out)
+    let mut out = String::with_capacity(text.len() + hits.len() * 24);
+    let mut kept = 0;
+    for hit in hits {
+        out.push_str(&text[kept..hit.span.start]);
+        out.push_str(PLACEHOLDER_START);
+        out.push_str(hit.id);
+        out.push(']');
+        kept = hit.span.end;
+        *found.kinds.entry(hit.id.to_string()).or_default() += 1;
     }
+    out.push_str(&text[kept..]);
+    Cow::Owned(out)
 }
 
 /// Findings that overlap become one, named after the most specific rule.
-fn merge(mut hits: Vec<Hit<'_>>) -> Vec<Hit<'_>> {
+pub(crate) fn merge(mut hits: Vec<Hit<'_>>) -> Vec<Hit<'_>> {
     hits.sort_by_key(|h| (h.span.start, std::cmp::Reverse(h.span.end)));
     let mut merged: Vec<Hit> = Vec::with_capacity(hits.len());
     for hit in hits {
         match merged.last_mut() {
             Some(last) if hit.span.start < last.span.end => {
                 if outranks(&hit, last) {
-                    last.rule = hit.rule;
+                    last.id = hit.id;
+                    last.rank = hit.rank;
                 }
                 last.span.end = last.span.end.max(hit.span.end);
             }
@@ -180,7 +183,7 @@ fn merge(mut hits: Vec<Hit<'_>>) -> Vec<Hit<'_>> {
 /// rule before a general one), then the longer secret (an earlier rule keeps
 /// ties).
 fn outranks(a: &Hit, b: &Hit) -> bool {
-    (a.rule.rank, std::cmp::Reverse(a.span.len())) < (b.rule.rank, std::cmp::Reverse(b.span.len()))
+    (a.rank, std::cmp::Reverse(a.span.len())) < (b.rank, std::cmp::Reverse(b.span.len()))
 }
 
 fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
@@ -188,7 +191,7 @@ fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
 }
 
 /// The spans of the placeholders already in `text`.
-fn placeholder_spans(text: &str) -> Vec<Range<usize>> {
+pub(crate) fn placeholder_spans(text: &str) -> Vec<Range<usize>> {
     let mut spans = Vec::new();
     for (at, _) in text.match_indices(PLACEHOLDER_START) {
         let rest = &text[at + PLACEHOLDER_START.len()..];

@@ -3,12 +3,18 @@
 //! exclude every match, a minimum score nothing reaches) and the query words
 //! no record holds, which results found for the rest of the query are not about.
 
-use tantivy::query::Query;
+use tantivy::query::{AllQuery, Query, TermQuery};
+use tantivy::schema::IndexRecordOption;
 use tantivy::Term;
 
 use super::query::whole_and_parts;
 use super::{Filters, SearchEngine};
 use crate::error::Result;
+
+/// What an explanation within one namespace adds. The same words whatever
+/// other namespaces hold (it says nothing about them).
+const OTHER_NAMESPACES: &str = "; a search in one namespace looks at no other \
+     (every namespace: `--all-namespaces`, or over MCP `namespace: \"*\"` where the server allows it)";
 
 /// Most words [`SearchEngine::unknown_words`] reports.
 pub const MAX_UNKNOWN_WORDS: usize = 10;
@@ -51,13 +57,24 @@ impl SearchEngine {
     /// search's results for such a query match its other words only, which a
     /// model reading the answer should know. (A term held only by deleted
     /// records still counts as held, so a word is never named wrongly.)
-    pub fn unknown_words(&self, query: &str) -> Vec<String> {
+    ///
+    /// With a namespace (`namespace`: the search's filter), only that
+    /// namespace's records count: an answer scoped to one namespace never
+    /// tells whether another namespace holds a word.
+    pub fn unknown_words(&self, query: &str, namespace: Option<&str>) -> Vec<String> {
         let fields = self.fields.text_fields();
+        let scope = namespace.map(Self::namespace_only);
         let held = |term: &str| {
             fields.iter().any(|(field, _)| {
-                self.searcher
-                    .doc_freq(&Term::from_field_text(*field, term))
-                    .is_ok_and(|df| df > 0)
+                let term = Term::from_field_text(*field, term);
+                match &scope {
+                    None => self.searcher.doc_freq(&term).is_ok_and(|df| df > 0),
+                    Some(scope) => {
+                        let query = TermQuery::new(term, IndexRecordOption::Basic);
+                        self.count(&*self.filtered(&query, scope))
+                            .is_ok_and(|n| n > 0)
+                    }
+                }
             })
         };
         let mut unknown: Vec<String> = Vec::new();
@@ -79,13 +96,30 @@ impl SearchEngine {
         unknown
     }
 
+    /// Filters that keep only `namespace`.
+    fn namespace_only(namespace: &str) -> Filters {
+        Filters {
+            namespace: Some(namespace.to_string()),
+            ..Filters::default()
+        }
+    }
+
     /// Why a search returned nothing: empty store, no searchable words, filters, or no match.
+    ///
+    /// A search in one namespace is explained as if the store held that
+    /// namespace only: its counts and reasons never depend on what other
+    /// namespaces hold (a server confined to a namespace, `mcp --namespace`,
+    /// must not tell which words another namespace's memory holds, or how
+    /// often).
     pub(super) fn explain_empty(
         &self,
         terms: &[String],
         text_query: &dyn Query,
         filters: &Filters,
     ) -> Result<String> {
+        if let Some(namespace) = &filters.namespace {
+            return self.explain_empty_in(namespace, terms, text_query, filters);
+        }
         if self.searcher.num_docs() == 0 {
             return Ok(match self.archived_records()? {
                 0 => "the store is empty: add records with `knowledge-db add PATH`".into(),
@@ -109,12 +143,77 @@ impl SearchEngine {
                 terms.join(", ")
             ));
         }
+        self.excluded_by_filters(unfiltered, text_query, filters)
+    }
+
+    /// [`Self::explain_empty`] within one namespace: the namespace is the store.
+    fn explain_empty_in(
+        &self,
+        namespace: &str,
+        terms: &[String],
+        text_query: &dyn Query,
+        filters: &Filters,
+    ) -> Result<String> {
+        let scope = Self::namespace_only(namespace);
+        let held = self.count(&*self.filtered(&AllQuery, &scope))?;
+        if held == 0 {
+            let archived = self.archived_records_in(namespace)?;
+            if archived > 0 {
+                return Ok(format!(
+                    "no record of namespace `{namespace}` is left in the searchable store (L2): \
+                     all {archived} record{} {} archived in L3; search them with `--tier all` \
+                     (or `--tier l3`; over MCP, `tier: \"l3\"`), or bring them back with \
+                     `knowledge-db restore`",
+                    if archived == 1 { "" } else { "s" },
+                    if archived == 1 { "is" } else { "are" },
+                ));
+            }
+            return Ok(format!(
+                "the store is empty (namespace `{namespace}` holds no record): add records with \
+                 `knowledge-db add PATH`{OTHER_NAMESPACES}"
+            ));
+        }
+        if terms.is_empty() {
+            return Ok("the query has no searchable words (only punctuation or symbols)".into());
+        }
+        let in_namespace = self.count(&*self.filtered(text_query, &scope))?;
+        if in_namespace == 0 {
+            return Ok(format!(
+                "no record in namespace `{namespace}` ({held} records) contains any of the \
+                 query's terms: {}{}",
+                terms.join(", "),
+                OTHER_NAMESPACES
+            ));
+        }
+        let rest = Filters {
+            namespace: None,
+            ..filters.clone()
+        };
+        let scoped_query = self.filtered(text_query, &scope);
+        let mut message = self.excluded_by_filters(in_namespace, &*scoped_query, &rest)?;
+        message = message.replacen(
+            " the query, but",
+            &format!(" the query in namespace `{namespace}`, but"),
+            1,
+        );
+        Ok(message)
+    }
+
+    /// `N records match the query, but the filters exclude all of them (…)`,
+    /// with how many each filter alone keeps of the `unfiltered` matches of
+    /// `text_query`.
+    fn excluded_by_filters(
+        &self,
+        unfiltered: usize,
+        text_query: &dyn Query,
+        filters: &Filters,
+    ) -> Result<String> {
         let mut reasons = Vec::new();
         for (flag, single) in filters.each_alone() {
             let passing = self.count(&*self.filtered(text_query, &single))?;
             reasons.push(format!("{flag} keeps {passing}"));
         }
-        let mut message = format!(
+        let message = format!(
             "{unfiltered} record{} the query, but the filters exclude all of them ({})",
             if unfiltered == 1 {
                 " matches"
@@ -123,10 +222,21 @@ impl SearchEngine {
             },
             reasons.join("; ")
         );
-        if filters.namespace.is_some() {
-            message.push_str("; try --all-namespaces, or `knowledge-db stats` to list namespaces");
-        }
         Ok(message)
+    }
+
+    /// How many records of `namespace` the archive (L3) holds.
+    fn archived_records_in(&self, namespace: &str) -> Result<u64> {
+        let archive = crate::archive::Archive::new(&self.root);
+        let Some(index) = crate::archive::l3::L3Index::open_existing(&archive)? else {
+            return Ok(0);
+        };
+        let query = TermQuery::new(
+            Term::from_field_text(index.fields().namespace, namespace),
+            IndexRecordOption::Basic,
+        );
+        let searcher = index.reader()?.searcher();
+        Ok(searcher.search(&query, &tantivy::collector::Count)? as u64)
     }
 
     /// How many records the archive (L3) holds.

@@ -275,7 +275,7 @@ impl SearchEngine {
             hit.weak = ranked.weak;
             results.push(hit);
         }
-        let unknown_words = self.unknown_words(query);
+        let unknown_words = self.unknown_words(query, filters.namespace.as_deref());
         let explanation = if !results.is_empty() {
             None
         } else if let Some(best) = ranking.best_score {

@@ -133,7 +133,9 @@ pub fn search(
         results.push(hit(results.len() + 1, &fused, record, snippets));
     }
     let explanation = results.is_empty().then(|| {
-        if l3.is_none() {
+        // Within one namespace, whether another namespace archived anything
+        // is not told.
+        if l3.is_none() && filters.namespace.is_none() {
             "nothing is archived yet (`knowledge-db archive --help`)".to_string()
         } else {
             format!(

@@ -207,34 +207,135 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The URL with any password replaced by `***`.
+/// libpq's settings that hold a secret (`password`, `sslpassword`), as a key
+/// of a URL's query or a `key=value` word; keys are compared percent-decoded
+/// and in any case.
+fn is_password_key(key: &str) -> bool {
+    let key = percent_decode(key).to_ascii_lowercase();
+    key == "password" || key == "sslpassword"
+}
+
+/// The URL with every password replaced by `***`, in every form libpq
+/// accepts: `scheme://user:PASSWORD@host…` (the password may hold `@`, `/`,
+/// `#` or `?` unescaped: it runs to the last `@` before the query),
+/// `?password=…` / `&sslpassword=…` in the query (keys percent-encoded or
+/// not), and the `key = value` words (`password='a b'`, spaces around `=`,
+/// quoted values with escapes).
 pub fn hide_password(url: &str) -> String {
     if let Some(scheme_end) = url.find("://") {
+        let head = &url[..scheme_end + 3];
         let after = &url[scheme_end + 3..];
-        let authority_end = after.find(['/', '?']).unwrap_or(after.len());
-        let authority = &after[..authority_end];
-        if let Some(at) = authority.rfind('@') {
-            if let Some(colon) = authority[..at].find(':') {
-                return format!(
-                    "{}{}:***{}",
-                    &url[..scheme_end + 3],
-                    &authority[..colon],
-                    &url[scheme_end + 3 + at..]
-                );
+        // The query starts at the first `?` after the user part's first `@`
+        // (a password may hold a `?`), else at the first `?`.
+        let query_at = match after.find('@') {
+            Some(first_at) => after[first_at..].find('?').map(|q| first_at + q),
+            None => after.find('?'),
+        };
+        let (before_query, query) = match query_at {
+            Some(q) => (&after[..q], Some(&after[q + 1..])),
+            None => (after, None),
+        };
+        let mut out = String::from(head);
+        match before_query.rfind('@') {
+            Some(at) if before_query[..at].contains(':') => {
+                let colon = before_query[..at].find(':').unwrap_or(at);
+                out.push_str(&before_query[..colon]);
+                out.push_str(":***");
+                out.push_str(&before_query[at..]);
+            }
+            _ => out.push_str(before_query),
+        }
+        if let Some(query) = query {
+            out.push('?');
+            out.push_str(&hide_query_passwords(query));
+        }
+        return out;
+    }
+    hide_word_passwords(url)
+}
+
+/// A URL's query with the values of password keys replaced. A value runs to
+/// the next `&` that starts another `key=` (a password may hold `&`).
+fn hide_query_passwords(query: &str) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut hiding = false;
+    for part in query.split('&') {
+        let (key, has_value) = match part.split_once('=') {
+            Some((key, _)) => (key, true),
+            None => (part, false),
+        };
+        let starts_pair = has_value
+            && !key.is_empty()
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'%' | b'-' | b'.'));
+        if hiding && !starts_pair {
+            // Still the password's value (it held a `&`).
+            continue;
+        }
+        hiding = starts_pair && is_password_key(key);
+        if hiding {
+            parts.push(format!("{key}=***"));
+        } else {
+            parts.push(part.to_string());
+        }
+    }
+    parts.join("&")
+}
+
+/// libpq's `key = value` words with the values of password keys replaced;
+/// everything else is kept as written.
+fn hide_word_passwords(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i].is_ascii_whitespace() {
+            out.push(bytes[i] as char);
+            i += 1;
+            continue;
+        }
+        // A key: up to `=` or white space.
+        let key_start = i;
+        while i < bytes.len() && bytes[i] != b'=' && !bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let key = &text[key_start..i];
+        let mut j = i;
+        while j < bytes.len() && bytes[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        if j >= bytes.len() || bytes[j] != b'=' {
+            out.push_str(key);
+            continue;
+        }
+        j += 1;
+        while j < bytes.len() && bytes[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        // The value: quoted (with backslash escapes) or up to white space.
+        let value_start = j;
+        if j < bytes.len() && bytes[j] == b'\'' {
+            j += 1;
+            while j < bytes.len() && bytes[j] != b'\'' {
+                j += if bytes[j] == b'\\' { 2 } else { 1 };
+            }
+            j = (j + 1).min(bytes.len());
+        } else {
+            while j < bytes.len() && !bytes[j].is_ascii_whitespace() {
+                j += if bytes[j] == b'\\' { 2 } else { 1 };
             }
         }
-        return url.to_string();
+        let j = j.min(bytes.len());
+        out.push_str(&text[key_start..value_start]);
+        if is_password_key(key) {
+            out.push_str("***");
+        } else {
+            out.push_str(&text[value_start..j]);
+        }
+        i = j;
     }
-    url.split_whitespace()
-        .map(|word| {
-            if word.starts_with("password=") {
-                "password=***"
-            } else {
-                word
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    out
 }
 
 #[cfg(test)]
@@ -255,6 +356,70 @@ mod tests {
             hide_password("host=db user=kdb password=s3cret"),
             "host=db user=kdb password=***"
         );
+    }
+
+    /// Every form libpq takes a password in (issue 38: a query parameter
+    /// was shown as written).
+    #[test]
+    fn hides_passwords_in_every_form_libpq_accepts() {
+        let cases = [
+            (
+                "postgres://u@h/db?password=s3cretQ",
+                "postgres://u@h/db?password=***",
+            ),
+            (
+                "postgresql://u@h:5432/db?sslmode=require&password=s3cretQ&application_name=x",
+                "postgresql://u@h:5432/db?sslmode=require&password=***&application_name=x",
+            ),
+            (
+                "postgres://u@h/db?sslpassword=s3cretQ",
+                "postgres://u@h/db?sslpassword=***",
+            ),
+            (
+                "postgres://u@h/db?PassWord=s3cretQ",
+                "postgres://u@h/db?PassWord=***",
+            ),
+            (
+                "postgres://u@h/db?pass%77ord=s3cretQ",
+                "postgres://u@h/db?pass%77ord=***",
+            ),
+            (
+                "postgres://u@h/db?password=s3c%26retQ",
+                "postgres://u@h/db?password=***",
+            ),
+            (
+                "postgres://u@h/db?password=s3c&retQ&sslmode=disable",
+                "postgres://u@h/db?password=***&sslmode=disable",
+            ),
+            ("postgres://u:s3c@r#t/Q@h/db", "postgres://u:***@h/db"),
+            (
+                "postgres://u:s3c?retQ@h/db?sslmode=disable",
+                "postgres://u:***@h/db?sslmode=disable",
+            ),
+            (
+                "postgres://u:s3cretQ@h1:5432,h2:5433/db",
+                "postgres://u:***@h1:5432,h2:5433/db",
+            ),
+            (
+                "postgres:///db?host=/tmp&password=s3cretQ",
+                "postgres:///db?host=/tmp&password=***",
+            ),
+            (
+                "host=h password = s3cretQ dbname=d",
+                "host=h password = *** dbname=d",
+            ),
+            (
+                "host=h password='s3c ret\\' Q' dbname=d",
+                "host=h password=*** dbname=d",
+            ),
+            ("host=h sslpassword=s3cretQ", "host=h sslpassword=***"),
+            ("host=h PASSWORD=s3cretQ", "host=h PASSWORD=***"),
+        ];
+        for (url, shown) in cases {
+            let hidden = hide_password(url);
+            assert_eq!(hidden, shown, "{url}");
+            assert!(!hidden.contains("s3c"), "{url} -> {hidden}");
+        }
     }
 
     #[test]

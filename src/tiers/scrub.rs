@@ -18,6 +18,11 @@
 //! 3. The JSON files beside the tiers that quote transcripts (the hooks'
 //!    session state, queues and blocks under `hooks/`, the read positions
 //!    under `ingest/`, which keep the last prompt) and the hooks' log.
+//! 4. The files the hooks keep for a forgotten session (`forget --session`
+//!    leaves a tombstone; a hook that ran for the session before the hooks
+//!    honoured it, or under another session id reading its transcript, may
+//!    have left some): named after the session, or naming it. They are
+//!    listed (`forgotten_files`) and removed.
 //!
 //! Idempotent: redaction never changes a redacted text, so a second scrub
 //! finds nothing, and a scrub killed at any point is completed by running it
@@ -55,6 +60,8 @@ pub struct ScrubReport {
     pub side_files: usize,
     /// Records written without a vector, for the upkeep to embed again.
     pub vectors_dropped: usize,
+    /// Files kept for a forgotten session (removed unless `dry_run`).
+    pub forgotten_files: Vec<String>,
     /// Seconds the scrub took.
     pub seconds: f64,
 }
@@ -117,6 +124,7 @@ pub fn scrub(store: &Store, dry_run: bool, timeout: Duration) -> Result<ScrubRep
     }
 
     // The files beside the tiers.
+    report.forgotten_files = forgotten_files(store.root(), dry_run)?;
     report.side_files = scrub_side_files(store.root(), redactor, dry_run, &mut report.found)?;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
@@ -183,6 +191,75 @@ fn scrub_archive(
     super::ops::crash_point("scrub-archive-committed");
     let segments = l3.purge_deleted()?;
     Ok((records, files, segments))
+}
+
+/// The file-name stem the hooks give a session's files (as
+/// `integrations::hooks::HookFiles::stem`: the id when it is a safe file
+/// name, else a hash of it).
+fn hook_stem(session_id: &str) -> String {
+    let safe = !session_id.is_empty()
+        && session_id.len() <= 128
+        && session_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !session_id.starts_with('.');
+    if safe {
+        session_id.to_string()
+    } else {
+        format!(
+            "session-{:016x}",
+            xxhash_rust::xxh3::xxh3_64(session_id.as_bytes())
+        )
+    }
+}
+
+/// The files under `hooks/` (and its deferred captures) and `ingest/` that
+/// belong to a forgotten session: named after it, or holding its id or its
+/// transcript's name. Removed unless `dry_run`; their paths, relative to the
+/// store.
+fn forgotten_files(root: &Path, dry_run: bool) -> Result<Vec<String>> {
+    let tombstones = crate::store::tombstones::Tombstones::load(root)?;
+    if tombstones.sessions.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sessions: Vec<(String, &String)> = tombstones
+        .sessions
+        .keys()
+        .map(|id| (hook_stem(id), id))
+        .collect();
+    let mut out = Vec::new();
+    for dir in ["hooks", "hooks/capture-pending", "ingest"] {
+        let Ok(read) = std::fs::read_dir(root.join(dir)) else {
+            continue;
+        };
+        for entry in read.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("hooks.log") || !entry.file_type().is_ok_and(|t| t.is_file()) {
+                continue;
+            }
+            let named = sessions.iter().any(|(stem, _)| {
+                name.strip_prefix(stem.as_str())
+                    .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('_'))
+            });
+            let naming = !named && {
+                let text = std::fs::read(&path).unwrap_or_default();
+                let text = String::from_utf8_lossy(&text);
+                sessions.iter().any(|(_, id)| {
+                    text.contains(&format!("\"{id}\"")) || text.contains(&format!("/{id}.jsonl"))
+                })
+            };
+            if !(named || naming) {
+                continue;
+            }
+            if !dry_run {
+                std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
+            }
+            out.push(format!("{dir}/{name}"));
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 /// Redacts the JSON files under `hooks/` and `ingest/` and the hooks' log;

@@ -36,6 +36,7 @@ pub mod cold;
 mod compact;
 pub mod extract;
 mod files;
+mod forgotten;
 mod post_tool_use;
 pub mod preserve;
 pub mod queue;
@@ -59,6 +60,7 @@ pub use self::compact::{pre_compact, session_start, PreCompactReport, SavedBlock
 use self::files::save_state;
 pub use self::files::{escape_controls, forget_session_files, HookFiles};
 pub(crate) use self::files::{read_json, write_json_atomically};
+pub use self::forgotten::{forgotten_session, skip_forgotten};
 pub use self::post_tool_use::{post_tool_use, Gates, PostToolUseReport};
 pub use self::read::{update_state, ReadReport};
 use self::session::SessionState;
