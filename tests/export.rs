@@ -87,7 +87,10 @@ fn an_export_loads_into_another_store_unchanged() {
         a.cmd().arg("export").output().unwrap().stdout.as_slice(),
     );
     let b = TestStore::new();
-    let added = b.json(&["add", file.to_str().unwrap()]);
+    // `--embed later`: the samples' recent real Claude Code session stays in
+    // L2 without vectors (ingested with `--embed later`); embedding it here
+    // would add what the export did not hold.
+    let added = b.json(&["add", "--embed", "later", file.to_str().unwrap()]);
     assert_eq!(
         added["added"].as_u64().unwrap() as usize,
         lines.len(),
