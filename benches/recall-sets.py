@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Recall by meaning, measured (issue 37): prompts asked through the installed
+hook's own path (`knowledge-db hook user-prompt-submit --json`) in a new
+session whose cwd is the answer session's, on a store of the dev sessions;
+then the first-day pairs, each on a store of its one session.
+
+  benches/recall-sets.py --bin target/release/knowledge-db --store S [--part tune|check|all]
+                         [--first-day-work DIR]
+
+S: a store of the dev sessions, e.g.
+  knowledge-db --store S init
+  knowledge-db --store S ingest --embed later $(sed '/^#/d; s#^#dev-sets/agent-questions/#' dev-sets/agent-questions/transcripts.txt)
+  knowledge-db --store S embed
+
+Reports, per set and kind, how many questions had an answer session among the
+injected memories, how many off-topic prompts got nothing, and the hook's
+wall time. `--part check` reads only the parts kept out of tuning: look at
+them once, after choosing.
+"""
+import argparse, gzip, json, os, statistics, subprocess, sys, time, uuid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def first_cwd(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        for i, line in enumerate(f):
+            if i > 200:
+                break
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if entry.get("cwd"):
+                return entry["cwd"], entry.get("sessionId")
+    return None, None
+
+
+def ask(binary, store, prompt, cwd):
+    payload = {"session_id": "bench-" + uuid.uuid4().hex, "transcript_path": "/nonexistent.jsonl",
+               "cwd": cwd, "hook_event_name": "UserPromptSubmit", "prompt": prompt,
+               "permission_mode": "default"}
+    env = dict(os.environ, KNOWLEDGE_DB_UPKEEP="off")
+    started = time.perf_counter()
+    out = subprocess.run([binary, "--store", store, "hook", "user-prompt-submit", "--json"],
+                         input=json.dumps(payload), capture_output=True, text=True, env=env)
+    seconds = time.perf_counter() - started
+    try:
+        answer = json.loads(out.stdout).get("answer") or {}
+    except ValueError:
+        sys.exit(f"hook failed: {out.stderr[:300]}")
+    return answer.get("memories", []), seconds
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bin", default=os.path.join(ROOT, "target/release/knowledge-db"))
+    p.add_argument("--store", required=True)
+    p.add_argument("--part", default="tune", choices=["tune", "check", "all"])
+    p.add_argument("--list", default=os.path.join(ROOT, "dev-sets/agent-questions/transcripts.txt"))
+    p.add_argument("--first-day-work", help="keep the one-session stores here (default: a temp folder)")
+    a = p.parse_args()
+    base = os.path.dirname(a.list)
+    cwd_of = {}
+    for line in open(a.list):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            path = os.path.normpath(os.path.join(base, line))
+            cwd, sid = first_cwd(path)
+            if cwd:
+                cwd_of[os.path.basename(path).split(".")[0]] = cwd
+                cwd_of[sid] = cwd
+    default_cwd = statistics.mode(list(cwd_of.values()))
+    seconds, report = [], {}
+    for name in ("agent-questions", "paraphrase"):
+        folder = os.path.join(ROOT, "dev-sets", name)
+        answers = {}
+        with open(os.path.join(folder, "qrels", "sessions.tsv")) as f:
+            next(f)
+            for row in f:
+                qid, sid, grade = row.rstrip("\n").split("\t")
+                if int(grade) > 0:
+                    answers.setdefault(qid, set()).add(sid)
+        for line in open(os.path.join(folder, "queries.jsonl")):
+            q = json.loads(line)
+            md = q.get("metadata", {})
+            if a.part != "all" and md.get("part", "tune") != a.part:
+                continue
+            sids = sorted(answers.get(q["_id"], ()))
+            memories, t = ask(a.bin, a.store, q["text"], cwd_of.get(sids[0], default_cwd) if sids else default_cwd)
+            seconds.append(t)
+            key = f"{name}:{md.get('kind', '?')}"
+            hit = any(m.get("session_id") in sids for m in memories)
+            report.setdefault(key, [0, 0])
+            report[key][0] += hit
+            report[key][1] += 1
+    silent = [0, 0]
+    if a.part != "check":
+        for line in open(os.path.join(ROOT, "dev-sets/recall/offtopic.jsonl")):
+            memories, t = ask(a.bin, a.store, json.loads(line)["text"], default_cwd)
+            seconds.append(t)
+            silent[0] += not memories
+            silent[1] += 1
+    for key, (hits, n) in sorted(report.items()):
+        print(f"{key}: answer session injected {hits}/{n}")
+    if silent[1]:
+        print(f"off-topic prompts that got nothing: {silent[0]}/{silent[1]}")
+    seconds.sort()
+    print(f"hook wall time p50 {seconds[len(seconds) // 2]:.3f} s, p95 {seconds[int(len(seconds) * 0.95)]:.3f} s")
+    first_day(a)
+
+
+def first_day(a):
+    import tempfile
+    work = a.first_day_work or tempfile.mkdtemp(prefix="first-day-")
+    pairs = os.path.join(ROOT, "dev-sets/first-day/pairs.jsonl")
+    counts = {"recalled": [0, 0], "silent": [0, 0]}
+    for line in open(pairs):
+        pair = json.loads(line)
+        if a.part != "all" and pair.get("part", "tune") != a.part:
+            continue
+        path = os.path.normpath(os.path.join(os.path.dirname(pairs), pair["session"]))
+        store = os.path.join(work, os.path.basename(path).split(".")[0])
+        if not os.path.exists(os.path.join(store, "config.toml")):
+            for args in (["init"], ["ingest", "--embed", "now", path]):
+                subprocess.run([a.bin, "--store", store, *args], check=True, capture_output=True)
+        memories, _ = ask(a.bin, store, pair["prompt"], first_cwd(path)[0] or "/tmp")
+        key = "silent" if pair.get("expect") == "nothing" else "recalled"
+        counts[key][0] += (not memories) if key == "silent" else bool(memories)
+        counts[key][1] += 1
+    print("first day: recalled {}/{}; unrelated prompts silent {}/{}".format(*counts["recalled"], *counts["silent"]))
+
+
+if __name__ == "__main__":
+    main()
