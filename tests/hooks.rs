@@ -421,3 +421,24 @@ fn pre_compact_block_comes_back_once_after_compaction() {
     assert_eq!(q["pending"][0]["segment_id"], format!("{TASKS_SESSION}:1"));
     assert_eq!(q["compressed"], json!([]));
 }
+
+/// Claude Code 2.1.328 can fire `Stop` before it has written a short
+/// session's transcript (seen in tests/claude/): that is not an error, and
+/// nothing is stored until the file is there.
+#[test]
+fn stop_before_the_transcript_is_written_is_quiet_and_stores_nothing() {
+    let store = TestStore::new();
+    let missing = store.dir.path().join("not-yet-written.jsonl");
+    let input = hook_input("Stop", "early-stop", &missing, json!({}));
+    store
+        .cmd()
+        .args(["hook", "stop"])
+        .write_stdin(input)
+        .assert()
+        .success();
+    let log = store.path().join("hooks/hooks.log");
+    let logged = fs::read_to_string(&log).unwrap_or_default();
+    assert!(!logged.contains("error"), "{logged}");
+    let stats = store.json(&["stats"]);
+    assert_eq!(stats["records"], 0, "{stats}");
+}

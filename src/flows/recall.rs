@@ -289,22 +289,44 @@ fn confident(hit: &Hit, settings: &RecallSettings) -> bool {
             || agreed)
 }
 
-/// The confident hits, best first, at most `per_session` of one session and
-/// `max_memories` in all.
+/// The confident hits, best first, at most `max_memories`: first at most
+/// `per_session` of one session, so that other sessions get a place; then,
+/// when fewer sessions than places were confident, the rest of the places
+/// go to the next hits of the sessions already told.
 fn chosen<'a>(hits: &'a [Hit], settings: &RecallSettings) -> Vec<&'a Hit> {
+    let confident: Vec<(usize, &Hit)> = hits
+        .iter()
+        .enumerate()
+        .filter(|(_, hit)| confident(hit, settings))
+        .collect();
     let mut per_session: std::collections::HashMap<&str, usize> = Default::default();
-    hits.iter()
-        .filter(|hit| confident(hit, settings))
-        .filter(|hit| match hit.session_id.as_deref() {
+    let mut taken: Vec<usize> = Vec::new();
+    for &(i, hit) in &confident {
+        if taken.len() >= settings.max_memories {
+            break;
+        }
+        let fits = match hit.session_id.as_deref() {
             Some(session) => {
-                let taken = per_session.entry(session).or_default();
-                *taken += 1;
-                *taken <= settings.per_session.max(1)
+                let told = per_session.entry(session).or_default();
+                *told += 1;
+                *told <= settings.per_session.max(1)
             }
             None => true,
-        })
-        .take(settings.max_memories)
-        .collect()
+        };
+        if fits {
+            taken.push(i);
+        }
+    }
+    for &(i, _) in &confident {
+        if taken.len() >= settings.max_memories {
+            break;
+        }
+        if !taken.contains(&i) {
+            taken.push(i);
+        }
+    }
+    taken.sort_unstable();
+    taken.into_iter().map(|i| &hits[i]).collect()
 }
 
 fn nothing(best_score: Option<f32>, why: &str) -> RecallAnswer {
@@ -636,6 +658,20 @@ mod tests {
             ..RecallSettings::default()
         };
         let sessions: Vec<_> = chosen(&hits, &two)
+            .iter()
+            .map(|h| h.session_id.clone().unwrap())
+            .collect();
+        assert_eq!(sessions, ["a", "a", "b"]);
+        // Fewer confident sessions than places: the rest go to the sessions
+        // already told, in rank order.
+        let few = [
+            hit("a", 0.95, 0.6, 0.5, (1, 1)),
+            hit("a", 0.94, 0.6, 0.5, (2, 2)),
+            hit("a", 0.93, 0.6, 0.5, (3, 3)),
+            hit("b", 0.90, 0.6, 0.5, (4, 4)),
+            hit("c", 0.30, 0.6, 0.5, (5, 5)),
+        ];
+        let sessions: Vec<_> = chosen(&few, &settings)
             .iter()
             .map(|h| h.session_id.clone().unwrap())
             .collect();

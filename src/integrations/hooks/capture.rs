@@ -64,6 +64,10 @@ pub fn stop(
         session_id: input.session_id.clone(),
         ..CaptureHookReport::default()
     };
+    if !transcript_written(input) {
+        report.seconds = started.elapsed().as_secs_f64();
+        return Ok(report);
+    }
     if let Some(_lock) = files.try_lock(&input.session_id)? {
         let (state, _) = update_state(&files, input, settings)?;
         save_state(&files, &input.session_id, &state)?;
@@ -81,6 +85,18 @@ pub fn stop(
     Ok(report)
 }
 
+/// Whether the session's transcript is there to read. Claude Code 2.1.328
+/// can fire `Stop` before it has written a short `-p` session's transcript
+/// (seen in the real-client tests): nothing is stored yet then, and the next
+/// `Stop` or `SessionEnd` reads all the file gained. No path at all is the
+/// caller's error, reported where the path is read.
+fn transcript_written(input: &HookInput) -> bool {
+    input
+        .transcript_path
+        .as_deref()
+        .is_none_or(std::path::Path::exists)
+}
+
 /// Stores what the session's transcript gained, unless capture is off;
 /// a deferred capture leaves a marker for the next call.
 pub fn capture_session(
@@ -89,7 +105,7 @@ pub fn capture_session(
     settings: &HookSettings,
     lock_wait: Duration,
 ) -> Result<Option<CaptureReport>> {
-    if !settings.capture {
+    if !settings.capture || !transcript_written(input) {
         return Ok(None);
     }
     let transcript = input.transcript()?;
