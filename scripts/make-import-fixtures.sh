@@ -9,6 +9,7 @@
 #   basic-memory/   home/{.basic-memory,notes}/   (`project add` + its MCP write_note)
 #   openclaw/       workspace/MEMORY.md, memory/  (OpenClaw's session-memory hook)
 #   mem0/           get_all.json, export.json, .mem0/history.db, qdrant/ (mem0 Memory, infer=False)
+#   damaged/        broken and unknown-version copies of those (tests/import/make-damaged.py)
 # and <dir>/<tool>/expected.json (counts read back from the tool, planted
 # secrets, question -> source pairs). tests/import/FORMATS.md describes each format.
 #
@@ -183,6 +184,15 @@ if wanted mem0; then
   if ! fresh mem0 "$stamp"; then
     "$venv/bin/python" tests/import/make-mem0.py "$fixtures/mem0" >&2
     generated mem0 "$stamp"
+  fi
+fi
+
+# ---- damaged and unknown-version sources, cut from the fixtures above ----
+if [ "$only" = "claude-mem,mempalace,basic-memory,openclaw,mem0" ]; then
+  stamp=$(stamp_of "damaged" tests/import/make-damaged.py "$fixtures"/{claude-mem,mempalace,basic-memory,openclaw,mem0}/.stamp)
+  if ! fresh damaged "$stamp"; then
+    python3 tests/import/make-damaged.py "$fixtures" >&2
+    generated damaged "$stamp"
   fi
 fi
 
