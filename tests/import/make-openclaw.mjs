@@ -3,11 +3,13 @@
 //   memory/YYYY-MM-DD-HHMM.md  <- the bundled session-memory hook's handler
 //                                (dist/bundled/session-memory/handler.js), called
 //                                with a `command:new` event, as /new does.
-//   MEMORY.md, memory/YYYY-MM-DD.md <- written by the agent's model through its
-//                                file tools in real use (free-form Markdown); no
-//                                model here, so they are written by this script
-//                                in the shapes OpenClaw's docs and dreaming code
-//                                use (see tests/import/FORMATS.md).
+//   MEMORY.md's "## Promoted From Short-Term Memory" section <- memory-core's
+//                                dreaming code (applyShortTermPromotions), with
+//                                OpenClaw's own plugin-state SQLite store.
+//   memory/YYYY-MM-DD.md and MEMORY.md's curated top <- written by the agent's
+//                                model through its file tools in real use
+//                                (free-form Markdown); no model here, so this
+//                                script writes them (see tests/import/FORMATS.md).
 // Usage: node make-openclaw.mjs OPENCLAW_PKG_DIR OUT_DIR
 // Needs Node >= 24.16 (openclaw's own requirement). TZ is forced to UTC.
 import fs from "node:fs";
@@ -90,23 +92,61 @@ fs.writeFileSync(path.join(ws, "memory", "2026-11-21.md"), `# 2026-11-21
 - Zürich cluster dashboard empty: label \`dc=zürich\` vs \`dc=zurich\`; normalised to ASCII in monitoring/prometheus.yml.
 - Benutzer-Feedback: Die Suche ist zu langsam – p95 of /search is 870 ms; the trigram index on notes.title is missing.
 `);
-// MEMORY.md: curated long-term memory. The first part is what an agent writes by
-// hand; the second is the deterministic "append-only promotion" section that
-// memory-core's dreaming deep phase writes (short-term-promotion-apply.ts
-// buildPromotionSection: marker comment + "- snippet [score=... source=path:L-L]
-// <!-- trigger --> <!-- importance -->").
+// MEMORY.md: the curated part is what an agent writes by hand (free-form);
+// the "## Promoted From Short-Term Memory" section below it is written by
+// memory-core's own dreaming code: applyShortTermPromotions (deep phase, the
+// deterministic append path used when no model consolidates), with OpenClaw's
+// own SQLite plugin-state store (under the temporary OPENCLAW_STATE_DIR) for its
+// lock and recall state. The candidates' recall stats stand in for what
+// memory_search recalls would have accumulated.
 fs.writeFileSync(path.join(ws, "MEMORY.md"), `# MEMORY.md
 
 ## Decisions
 - payments-api stores money as integer cents (BIGINT) everywhere; floats were the cause of the 2026-10 rounding bug.
 - Staging migrations run after the advisory unlock (deploy/migrate.sh).
 - Never put database passwords on the command line; use ~/.pgpass (scripts/backup.sh reads PGPASSFILE).
-
-## Promoted From Short-Term Memory (2026-11-22)
-
-<!-- openclaw-memory-promotion:memory:memory/2026-11-20.md:7:7 -->
-- CI runner ran out of disk: the Docker layer cache grew to 40 GB. Added \`docker builder prune --keep-storage 10GB\` to .ci/cleanup.sh. [score=0.912 signals=4 recalls=4 avg=0.871 source=memory/2026-11-20.md:7-7] <!-- trigger: ci disk, docker cache --> <!-- importance: 9 -->
 `);
+// dist/ chunk names carry build hashes and minified export letters: find them by
+// the names in their export lines (openclaw is pinned, so this stays stable).
+function distExport(prefix, name) {
+  const dist = path.join(pkg, "dist");
+  for (const f of fs.readdirSync(dist).filter((f) => f.startsWith(prefix) && f.endsWith(".mjs"))) {
+    const m = new RegExp(`\\b${name} as (\\w+)\\b`).exec(fs.readFileSync(path.join(dist, f), "utf8"));
+    if (m) return { file: path.join(dist, f), key: m[1] };
+  }
+  throw new Error(`make-openclaw: no dist/${prefix}*.mjs exports ${name} (another openclaw version?)`);
+}
+async function load(prefix, name) {
+  const { file, key } = distExport(prefix, name);
+  return (await import(pathToFileURL(file).href))[key];
+}
+const applyShortTermPromotions = await load("short-term-promotion-", "applyShortTermPromotions");
+const configureState = await load("dreaming-state-", "configureMemoryCoreDreamingState");
+const createPluginStateKeyedStore = await load("plugin-state-store-", "createPluginStateKeyedStore");
+configureState((options) => createPluginStateKeyedStore("memory-core", options, () => {}));
+const dailyLine = (file, needle) => {
+  const lines = fs.readFileSync(path.join(ws, file), "utf8").split("\n");
+  const i = lines.findIndex((l) => l.includes(needle));
+  if (i < 0) throw new Error(`make-openclaw: ${needle} not in ${file}`);
+  return { line: i + 1, snippet: lines[i] };
+};
+const candidates = [
+  ["memory/2026-11-20.md", "CI runner ran out of disk", ["ci disk", "docker cache"], 0.912, 4],
+  ["memory/2026-11-21.md", "Zürich cluster dashboard", ["grafana", "prometheus label"], 0.861, 3],
+].map(([file, needle, conceptTags, score, recalls]) => {
+  const { line, snippet } = dailyLine(file, needle);
+  return { key: `memory:${file}:${line}:${line}`, path: file, startLine: line, endLine: line, source: "memory",
+    snippet, score, avgScore: score - 0.04, signalCount: recalls, recallCount: recalls, uniqueQueries: 3, ageDays: 2,
+    conceptTags, provenance: { originClass: "owner" } };
+});
+const promoted = await applyShortTermPromotions({
+  workspaceDir: ws, candidates, minScore: 0, minRecallCount: 0, minUniqueQueries: 0,
+  nowMs: Date.parse("2026-11-22T03:00:00Z"), timezone: "UTC",
+});
+if (promoted.applied !== candidates.length) {
+  console.error(`make-openclaw: dreaming promoted ${promoted.applied} of ${candidates.length}: ${JSON.stringify(promoted.rejectedCandidates)}`);
+  process.exit(1);
+}
 
 // expected.json: counts read back from the files themselves.
 const files = fs.readdirSync(path.join(ws, "memory")).filter((f) => f.endsWith(".md")).sort();
