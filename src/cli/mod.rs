@@ -77,8 +77,7 @@ enum Command {
     /// an unchanged record does nothing. A batch is all-or-nothing: if any record is
     /// invalid, nothing is written and every problem is listed.
     #[command(
-        visible_alias = "import",
-        after_help = "Examples:\n  knowledge-db add ~/.claude/compressed_context/\n  knowledge-db add corpus.jsonl --namespace-field conv\n  knowledge-db import --format beir corpus.jsonl\n  echo '{\"id\":\"n1\",\"text\":\"use PKCE\"}' | knowledge-db add -"
+        after_help = "Examples:\n  knowledge-db add ~/.claude/compressed_context/\n  knowledge-db add corpus.jsonl --namespace-field conv\n  knowledge-db add --format beir corpus.jsonl\n  echo '{\"id\":\"n1\",\"text\":\"use PKCE\"}' | knowledge-db add -"
     )]
     Add(AddArgs),
 
