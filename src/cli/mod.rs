@@ -11,6 +11,7 @@ mod context;
 mod eval_output;
 mod export;
 mod hook;
+mod import;
 mod ingest;
 mod install;
 mod mcp;
@@ -207,6 +208,11 @@ enum Command {
     #[command(after_help = ingest::AFTER_HELP)]
     Ingest(ingest::IngestArgs),
 
+    /// Bring the memory kept by other tools into the store: claude-mem,
+    /// MemPalace, basic-memory, OpenClaw, mem0. Safe to repeat.
+    #[command(after_help = import::AFTER_HELP)]
+    Import(import::ImportArgs),
+
     /// Count a transcript's tokens per message and in total, by model family.
     #[command(after_help = context::TOKENS_HELP)]
     Tokens(context::TokensArgs),
@@ -351,6 +357,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(BenchCommand::Run(args)) => bench::run(args),
         Command::Bench(BenchCommand::Measure(args)) => bench::measure(args),
         Command::Ingest(args) => ingest::run(&root, args),
+        Command::Import(args) => import::run(&root, args),
         Command::Tokens(args) => context::tokens(args),
         Command::Evict(args) => roll::evict(&root, args),
         Command::Pack(args) => roll::pack(&root, args),
