@@ -121,7 +121,11 @@ pub fn run(root: &Path, args: ImportArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e.into()),
     };
     let default_limits = Limits::default();
-    let limits = ReadLimits::of(store.as_ref().map_or(&default_limits, |s| &s.config().limits));
+    let limits = ReadLimits::of(
+        store
+            .as_ref()
+            .map_or(&default_limits, |s| &s.config().limits),
+    );
     let bar = output::progress_bar();
     bar.set_message(format!("reading {tool}"));
     let source = read_source(tool, &path, &limits, &mut |done, total| {
@@ -142,7 +146,8 @@ pub fn run(root: &Path, args: ImportArgs) -> anyhow::Result<ExitCode> {
         Some(store) if !args.dry_run => {
             bar.set_message("storing");
             let on_add_later = store.config().embedding.on_add == EmbedOnAdd::Later;
-            let later = args.embed == Some(EmbedWhen::Later) || (args.embed.is_none() && on_add_later);
+            let later =
+                args.embed == Some(EmbedWhen::Later) || (args.embed.is_none() && on_add_later);
             let mut embedder = if later {
                 None
             } else {
@@ -196,23 +201,39 @@ fn library_error(error: ImportError) -> anyhow::Error {
 
 fn print_report(r: &ImportReport) {
     let p = &r.plan;
-    let counts: Vec<String> = p.source_counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    let counts: Vec<String> = p
+        .source_counts
+        .iter()
+        .map(|(k, v)| format!("{v} {k}"))
+        .collect();
     println!(
         "read {} from {} ({}, {}): {}",
         p.tool,
         p.path.display(),
         plural(p.files_read, "file"),
         knowledge_db::record::input::human_bytes(p.bytes_read),
-        if counts.is_empty() { "nothing".into() } else { counts.join(", ") }
+        if counts.is_empty() {
+            "nothing".into()
+        } else {
+            counts.join(", ")
+        }
     );
     let kinds: Vec<String> = p.by_kind.iter().map(|(k, v)| format!("{v} {k}")).collect();
     println!(
         "{}: {}",
         plural(r.records, "record"),
-        if kinds.is_empty() { "none".into() } else { kinds.join(", ") }
+        if kinds.is_empty() {
+            "none".into()
+        } else {
+            kinds.join(", ")
+        }
     );
     if !p.by_project.is_empty() {
-        let projects: Vec<String> = p.by_project.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let projects: Vec<String> = p
+            .by_project
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
         println!("by project: {}", projects.join(", "));
     }
     for e in &p.examples {

@@ -10,7 +10,9 @@
 //! title, text the whole body, tags the frontmatter's and the observations',
 //! and `metadata` keeps the entity type, the observations (category, text,
 //! tags, context) and the relations. Observations of category `decision`
-//! are also its `key_decisions`.
+//! are also its `key_decisions`. Its time is the frontmatter's `created` (or
+//! `date`); never the file's modification time, which a copy of the folder
+//! changes (and with it every record, on the next import).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -19,8 +21,7 @@ use serde_json::{json, Map, Value};
 
 use super::markdown::{first_title, graph, split_frontmatter, string_list};
 use super::{
-    modified_time, origin_json, read_text, record_id, relative, ImportError, Item, ReadLimits,
-    Source, Tool,
+    origin_json, read_text, record_id, relative, ImportError, Item, ReadLimits, Source, Tool,
 };
 use crate::error::Origin;
 
@@ -36,7 +37,8 @@ pub(super) fn read(
             vec![path.to_path_buf()],
         )
     } else {
-        let files = crate::bounded::walk(path, true, &|p| p.extension().is_some_and(|e| e == "md"))?;
+        let files =
+            crate::bounded::walk(path, true, &|p| p.extension().is_some_and(|e| e == "md"))?;
         (path.to_path_buf(), files)
     };
     if files.is_empty() {
@@ -99,7 +101,11 @@ fn entity(
     let decisions: Vec<String> = g
         .observations
         .iter()
-        .filter(|o| o.category.as_deref().is_some_and(|c| c.eq_ignore_ascii_case("decision")))
+        .filter(|o| {
+            o.category
+                .as_deref()
+                .is_some_and(|c| c.eq_ignore_ascii_case("decision"))
+        })
         .map(|o| o.content.clone())
         .collect();
     let observations: Vec<Value> = g
@@ -113,7 +119,11 @@ fn entity(
         .map(|r| json!({"type": r.kind, "target": r.target}))
         .collect();
     let body = doc.body.trim();
-    let text = if body.is_empty() { title.clone() } else { body.to_string() };
+    let text = if body.is_empty() {
+        title.clone()
+    } else {
+        body.to_string()
+    };
     let mut extra = Map::new();
     for (key, value) in fm {
         if !matches!(key.as_str(), "title" | "type" | "permalink" | "tags") {
@@ -143,8 +153,7 @@ fn entity(
     let time = ["created", "date", "created_at"]
         .iter()
         .filter_map(|k| str_of(k))
-        .find(|t| crate::record::parse::parse_time(t).is_some())
-        .or_else(|| modified_time(file));
+        .find(|t| crate::record::parse::parse_time(t).is_some());
     if let Some(time) = time {
         value["timestamp"] = json!(time);
     }

@@ -61,7 +61,9 @@ pub(super) fn read(path: &Path, source: &mut Source) -> Result<(), ImportError> 
         path: file.clone(),
         found: format!(
             "a database {what}{}",
-            version.map(|v| format!(" (schema version {v})")).unwrap_or_default()
+            version
+                .map(|v| format!(" (schema version {v})"))
+                .unwrap_or_default()
         ),
         supported: "claude-mem's schema with observations (id, type, title, project, created_at, \
                     a session id) and optionally session_summaries, user_prompts and sdk_sessions"
@@ -73,11 +75,15 @@ pub(super) fn read(path: &Path, source: &mut Source) -> Result<(), ImportError> 
     let obs_session = column(obs, &["memory_session_id", "sdk_session_id"]);
     for needed in ["id", "type", "project", "created_at"] {
         if !obs.contains(needed) {
-            return Err(unknown(format!("whose observations table has no `{needed}` column")));
+            return Err(unknown(format!(
+                "whose observations table has no `{needed}` column"
+            )));
         }
     }
     let Some(obs_session) = obs_session else {
-        return Err(unknown("whose observations table has no session column".into()));
+        return Err(unknown(
+            "whose observations table has no session column".into(),
+        ));
     };
     let sessions = session_ids(&connection, &tables, &file)?;
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
@@ -91,7 +97,9 @@ pub(super) fn read(path: &Path, source: &mut Source) -> Result<(), ImportError> 
     )?;
     counts.insert("observations".into(), rows.len());
     for row in rows {
-        source.items.push(observation(&file, &row, obs_session, &sessions)?);
+        source
+            .items
+            .push(observation(&file, &row, obs_session, &sessions)?);
     }
     if let Some(summaries) = tables.get("session_summaries") {
         let session = column(summaries, &["memory_session_id", "sdk_session_id"]).unwrap_or("");
@@ -133,7 +141,10 @@ fn schema_version(
     connection: &rusqlite::Connection,
     tables: &BTreeMap<String, BTreeSet<String>>,
 ) -> Option<i64> {
-    tables.get("schema_versions")?.contains("version").then_some(())?;
+    tables
+        .get("schema_versions")?
+        .contains("version")
+        .then_some(())?;
     connection
         .query_row("SELECT max(version) FROM schema_versions", [], |r| r.get(0))
         .ok()
@@ -157,7 +168,13 @@ fn session_ids(
     };
     let mine = column(columns, &["memory_session_id", "sdk_session_id"]);
     let claude = column(columns, &["content_session_id", "claude_session_id"]);
-    let rows = sqlite::rows(connection, "SELECT * FROM sdk_sessions", file, "sdk_sessions", EXPECTED)?;
+    let rows = sqlite::rows(
+        connection,
+        "SELECT * FROM sdk_sessions",
+        file,
+        "sdk_sessions",
+        EXPECTED,
+    )?;
     let mut out = Sessions {
         count: rows.len(),
         ..Sessions::default()
@@ -182,7 +199,12 @@ fn text(row: &Map<String, Value>, key: &str) -> Option<String> {
 
 /// A column holding a JSON list of strings (claude-mem writes `facts`,
 /// `concepts` and file lists so); a plain string is one item.
-fn list(file: &Path, table: &str, row: &Map<String, Value>, key: &str) -> Result<Vec<String>, ImportError> {
+fn list(
+    file: &Path,
+    table: &str,
+    row: &Map<String, Value>,
+    key: &str,
+) -> Result<Vec<String>, ImportError> {
     let Some(raw) = text(row, key) else {
         return Ok(Vec::new());
     };
@@ -217,7 +239,12 @@ fn row_id(row: &Map<String, Value>) -> String {
 
 fn required_id(file: &Path, table: &str, row: &Map<String, Value>) -> Result<String, ImportError> {
     text(row, "id").ok_or_else(|| {
-        ImportError::corrupt(file, Some(format!("table {table}, column id")), "a row without an id", EXPECTED)
+        ImportError::corrupt(
+            file,
+            Some(format!("table {table}, column id")),
+            "a row without an id",
+            EXPECTED,
+        )
     })
 }
 
@@ -225,13 +252,24 @@ fn required_id(file: &Path, table: &str, row: &Map<String, Value>) -> Result<Str
 fn time(row: &Map<String, Value>) -> Option<String> {
     text(row, "created_at")
         .filter(|t| crate::record::parse::parse_time(t).is_some())
-        .or_else(|| row.get("created_at_epoch").and_then(Value::as_i64).map(super::time_of_epoch))
+        .or_else(|| {
+            row.get("created_at_epoch")
+                .and_then(Value::as_i64)
+                .map(super::time_of_epoch)
+        })
 }
 
 /// Words a fact starts with when it states a decision.
 const DECISION_OPENINGS: [&str; 9] = [
-    "decided", "decision:", "chose ", "chosen ", "opted ", "went with ", "settled on ",
-    "we will use ", "switched to ",
+    "decided",
+    "decision:",
+    "chose ",
+    "chosen ",
+    "opted ",
+    "went with ",
+    "settled on ",
+    "we will use ",
+    "switched to ",
 ];
 
 /// The facts of an observation that are decisions, conservatively: every
@@ -289,9 +327,13 @@ fn observation(
         }
     }
     let own_session = text(row, session_column);
-    let session = own_session
-        .as_ref()
-        .map(|s| sessions.to_claude.get(s).cloned().unwrap_or_else(|| s.clone()));
+    let session = own_session.as_ref().map(|s| {
+        sessions
+            .to_claude
+            .get(s)
+            .cloned()
+            .unwrap_or_else(|| s.clone())
+    });
     let project = text(row, "project");
     let source_id = format!("obs:{id}");
     let mut value = json!({
@@ -354,15 +396,28 @@ fn summary(
         }
     }
     let own_session = text(row, session_column);
-    let session = own_session
-        .as_ref()
-        .map(|s| sessions.to_claude.get(s).cloned().unwrap_or_else(|| s.clone()));
+    let session = own_session.as_ref().map(|s| {
+        sessions
+            .to_claude
+            .get(s)
+            .cloned()
+            .unwrap_or_else(|| s.clone())
+    });
     let project = text(row, "project");
     let topic = text(row, "request")
-        .map(|r| format!("Session summary: {}", r.chars().take(120).collect::<String>()))
+        .map(|r| {
+            format!(
+                "Session summary: {}",
+                r.chars().take(120).collect::<String>()
+            )
+        })
         .unwrap_or_else(|| "Session summary".into());
     let source_id = format!("summary:{id}");
-    let content = if content.is_empty() { topic.clone() } else { content.join("\n") };
+    let content = if content.is_empty() {
+        topic.clone()
+    } else {
+        content.join("\n")
+    };
     let mut value = json!({
         "kind": "segment",
         "segment_id": record_id(Tool::ClaudeMem, &source_id),
@@ -386,13 +441,20 @@ fn summary(
         value["compressed_at"] = json!(time);
     }
     Ok(Item {
-        origin: Origin::file(format!("{}: table session_summaries, row {id}", file.display())),
+        origin: Origin::file(format!(
+            "{}: table session_summaries, row {id}",
+            file.display()
+        )),
         value,
         project,
     })
 }
 
-fn prompt(file: &Path, row: &Map<String, Value>, session_column: &str) -> Result<Item, ImportError> {
+fn prompt(
+    file: &Path,
+    row: &Map<String, Value>,
+    session_column: &str,
+) -> Result<Item, ImportError> {
     let id = required_id(file, "user_prompts", row)?;
     let text_of = text(row, "prompt_text").unwrap_or_default();
     let source_id = format!("prompt:{id}");
@@ -434,10 +496,16 @@ mod tests {
         ];
         assert_eq!(
             decisions("discovery", Some("t"), &facts),
-            ["Decided to cache tokens in Redis", "Switched to PKCE for the OAuth flow"]
+            [
+                "Decided to cache tokens in Redis",
+                "Switched to PKCE for the OAuth flow"
+            ]
         );
         assert_eq!(decisions("decision", Some("t"), &facts).len(), 3);
-        assert_eq!(decisions("decision", Some("Use SQLite"), &[]), ["Use SQLite"]);
+        assert_eq!(
+            decisions("decision", Some("Use SQLite"), &[]),
+            ["Use SQLite"]
+        );
         assert!(decisions("bugfix", None, &["Fixed the null check".into()]).is_empty());
     }
 }

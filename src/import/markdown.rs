@@ -111,10 +111,7 @@ fn scalar_or_list(value: &str) -> Value {
 
 fn unquote(text: &str) -> String {
     for quote in ['"', '\''] {
-        if let Some(inner) = text
-            .strip_prefix(quote)
-            .and_then(|t| t.strip_suffix(quote))
-        {
+        if let Some(inner) = text.strip_prefix(quote).and_then(|t| t.strip_suffix(quote)) {
             return inner.to_string();
         }
     }
@@ -304,7 +301,9 @@ fn list_item(line: &str) -> Option<&str> {
 }
 
 fn observation(item: &str) -> Option<Observation> {
-    if ["[ ]", "[x]", "[X]", "[-]"].iter().any(|t| item.starts_with(t))
+    if ["[ ]", "[x]", "[X]", "[-]"]
+        .iter()
+        .any(|t| item.starts_with(t))
         || (item.starts_with("[[") && item.ends_with("]]"))
     {
         return None;
@@ -320,7 +319,10 @@ fn observation(item: &str) -> Option<Observation> {
                 && !name.contains(['[', '(', ')'])
                 && !is_clock(name)
                 && !(name.chars().count() == 1 && !name.chars().all(char::is_alphanumeric));
-            if valid && !is_link && after.starts_with(char::is_whitespace) && !after.trim().is_empty()
+            if valid
+                && !is_link
+                && after.starts_with(char::is_whitespace)
+                && !after.trim().is_empty()
             {
                 category = Some(name.to_string());
                 content = after.trim();
@@ -367,13 +369,17 @@ fn explicit_relation(item: &str) -> Option<Relation> {
     let (before, rest) = item.split_once("[[")?;
     let kind = before.trim();
     let kind = match kind.chars().next() {
-        Some(q @ ('"' | '\'')) if kind.len() > 1 && kind.ends_with(q) => kind[1..kind.len() - 1].trim(),
+        Some(q @ ('"' | '\'')) if kind.len() > 1 && kind.ends_with(q) => {
+            kind[1..kind.len() - 1].trim()
+        }
         _ if kind.is_empty() || kind.contains(char::is_whitespace) => return None,
         _ => kind,
     };
     let (target, after) = rest.split_once("]]")?;
     let after = after.trim();
-    let single_context = after.starts_with('(') && after.ends_with(')') && after[1..].find(')') == Some(after.len() - 2);
+    let single_context = after.starts_with('(')
+        && after.ends_with(')')
+        && after[1..].find(')') == Some(after.len() - 2);
     if kind.is_empty() || target.trim().is_empty() || !(after.is_empty() || single_context) {
         return None;
     }
@@ -431,7 +437,11 @@ mod tests {
         let headings: Vec<_> = parts.iter().map(|s| s.heading.clone()).collect();
         assert_eq!(
             headings,
-            [Some("Memory".into()), Some("Build".into()), Some("Deploy".into())]
+            [
+                Some("Memory".into()),
+                Some("Build".into()),
+                Some("Deploy".into())
+            ]
         );
         assert!(parts[1].text.contains("## not a heading"));
         assert!(parts[1].text.contains("### sub"));
@@ -447,7 +457,10 @@ mod tests {
         let cats: Vec<_> = g.observations.iter().map(|o| o.category.clone()).collect();
         assert_eq!(cats, [Some("method".into()), Some("tip".into()), None]);
         assert_eq!(g.observations[1].tags, ["temp", "heat"]);
-        assert_eq!(g.observations[1].context.as_deref(), Some("from experience"));
+        assert_eq!(
+            g.observations[1].context.as_deref(),
+            Some("from experience")
+        );
         assert_eq!(g.observations[1].content, "Water at 96C #temp #heat");
         let rels: Vec<_> = g
             .relations

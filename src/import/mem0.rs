@@ -23,7 +23,11 @@ const EXPECTED_FILE: &str =
 const EXPECTED_MEMORY: &str =
     "a mem0 memory {\"id\": \"…\", \"memory\": \"…\", \"created_at\": \"…\", \"user_id\": \"…\"}";
 
-pub(super) fn read(path: &Path, limits: &ReadLimits, source: &mut Source) -> Result<(), ImportError> {
+pub(super) fn read(
+    path: &Path,
+    limits: &ReadLimits,
+    source: &mut Source,
+) -> Result<(), ImportError> {
     if path.is_dir() {
         return Err(ImportError::NotFound {
             tool: Tool::Mem0,
@@ -129,30 +133,55 @@ fn read_lines(
 
 fn item(path: &Path, place: &str, line: Option<usize>, memory: Value) -> Result<Item, ImportError> {
     let wrong = |field: &str, message: String| {
-        ImportError::corrupt(path, Some(format!("{place}, field {field}")), message, EXPECTED_MEMORY)
+        ImportError::corrupt(
+            path,
+            Some(format!("{place}, field {field}")),
+            message,
+            EXPECTED_MEMORY,
+        )
     };
     let Value::Object(m) = &memory else {
         return Err(ImportError::corrupt(
             path,
             Some(place.to_string()),
-            format!("{} instead of a memory", crate::record::parse::type_name(&memory)),
+            format!(
+                "{} instead of a memory",
+                crate::record::parse::type_name(&memory)
+            ),
             EXPECTED_MEMORY,
         ));
     };
     let id = match m.get("id") {
         Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
         Some(Value::Number(n)) => n.to_string(),
-        Some(other) => return Err(wrong("id", format!("{} instead of an id", crate::record::parse::type_name(other)))),
+        Some(other) => {
+            return Err(wrong(
+                "id",
+                format!(
+                    "{} instead of an id",
+                    crate::record::parse::type_name(other)
+                ),
+            ))
+        }
         None => return Err(wrong("id", "missing".into())),
     };
     let text = match m.get("memory").or_else(|| m.get("text")) {
         Some(Value::String(s)) => s.clone(),
-        Some(other) => return Err(wrong("memory", format!("{} instead of text", crate::record::parse::type_name(other)))),
+        Some(other) => {
+            return Err(wrong(
+                "memory",
+                format!("{} instead of text", crate::record::parse::type_name(other)),
+            ))
+        }
         None => return Err(wrong("memory", "missing".into())),
     };
     let str_at = |key: &str| m.get(key).and_then(Value::as_str).filter(|s| !s.is_empty());
     let tags: Vec<String> = match m.get("categories") {
-        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
         _ => Vec::new(),
     };
     let scope = ["user_id", "agent_id", "run_id"]
@@ -166,7 +195,14 @@ fn item(path: &Path, place: &str, line: Option<usize>, memory: Value) -> Result<
     }
     metadata.insert(
         "origin".into(),
-        origin_json(Tool::Mem0, &id, &path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
+        origin_json(
+            Tool::Mem0,
+            &id,
+            &path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        ),
     );
     let mut value = json!({
         "kind": "note",
@@ -185,5 +221,9 @@ fn item(path: &Path, place: &str, line: Option<usize>, memory: Value) -> Result<
         Some(line) => Origin::line(path.display().to_string(), line),
         None => Origin::file(format!("{}: {place}", path.display())),
     };
-    Ok(Item { origin, value, project: scope })
+    Ok(Item {
+        origin,
+        value,
+        project: scope,
+    })
 }

@@ -22,7 +22,8 @@ use super::sqlite;
 use super::{origin_json, record_id, ImportError, Item, Source, Tool};
 use crate::error::Origin;
 
-const EXPECTED: &str = "a MemPalace palace: ChromaDB's chroma.sqlite3 with a mempalace_drawers collection";
+const EXPECTED: &str =
+    "a MemPalace palace: ChromaDB's chroma.sqlite3 with a mempalace_drawers collection";
 
 fn database(path: &Path) -> Result<PathBuf, ImportError> {
     if path.is_dir() {
@@ -49,7 +50,10 @@ pub(super) fn read(path: &Path, source: &mut Source) -> Result<(), ImportError> 
         ("collections", &["id", "name"]),
         ("segments", &["id", "scope", "collection"]),
         ("embeddings", &["id", "segment_id", "embedding_id"]),
-        ("embedding_metadata", &["id", "key", "string_value", "int_value", "float_value"]),
+        (
+            "embedding_metadata",
+            &["id", "key", "string_value", "int_value", "float_value"],
+        ),
     ];
     for (table, columns) in needs {
         let missing = match tables.get(table) {
@@ -88,8 +92,16 @@ pub(super) fn read(path: &Path, source: &mut Source) -> Result<(), ImportError> 
         .get("embeddings")
         .is_some_and(|c| c.contains("created_at"));
     for collection in collections {
-        let id = collection.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
-        let name = collection.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+        let id = collection
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let name = collection
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
         let sql = format!(
             "SELECT e.id AS row, e.embedding_id AS item, {} AS stored, m.key AS key, \
              m.string_value AS s, m.int_value AS i, m.float_value AS f \
@@ -101,15 +113,21 @@ pub(super) fn read(path: &Path, source: &mut Source) -> Result<(), ImportError> 
         );
         let rows = sqlite::rows(&connection, &sql, &file, "embeddings", EXPECTED)?;
         // One item per embedding row, its metadata gathered from its key rows.
-        let mut items: BTreeMap<i64, (String, Option<String>, Map<String, Value>)> = BTreeMap::new();
+        let mut items: BTreeMap<i64, (String, Option<String>, Map<String, Value>)> =
+            BTreeMap::new();
         for row in rows {
             let Some(number) = row.get("row").and_then(Value::as_i64) else {
                 continue;
             };
             let entry = items.entry(number).or_insert_with(|| {
                 (
-                    row.get("item").and_then(Value::as_str).unwrap_or_default().to_string(),
-                    row.get("stored").and_then(Value::as_str).map(str::to_string),
+                    row.get("item")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    row.get("stored")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
                     Map::new(),
                 )
             });
@@ -125,7 +143,9 @@ pub(super) fn read(path: &Path, source: &mut Source) -> Result<(), ImportError> 
         }
         source.counts.insert(name.clone(), items.len());
         for (number, (item_id, stored, metadata)) in items {
-            source.items.push(drawer(&file, &name, number, &item_id, stored, metadata)?);
+            source
+                .items
+                .push(drawer(&file, &name, number, &item_id, stored, metadata)?);
         }
     }
     Ok(())
@@ -141,7 +161,12 @@ fn drawer(
 ) -> Result<Item, ImportError> {
     let place = || Some(format!("collection {collection}, embeddings row {number}"));
     if item_id.trim().is_empty() {
-        return Err(ImportError::corrupt(file, place(), "an item without its id (embedding_id)", EXPECTED));
+        return Err(ImportError::corrupt(
+            file,
+            place(),
+            "an item without its id (embedding_id)",
+            EXPECTED,
+        ));
     }
     let document = match metadata.remove("chroma:document") {
         Some(Value::String(text)) => text,
@@ -154,7 +179,12 @@ fn drawer(
             ))
         }
     };
-    let get = |key: &str| metadata.get(key).and_then(Value::as_str).map(str::to_string);
+    let get = |key: &str| {
+        metadata
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
     let wing = get("wing");
     let room = get("room");
     let title = match (&wing, &room) {
@@ -170,7 +200,10 @@ fn drawer(
     let files: Vec<String> = get("source_file").into_iter().collect();
     let mut meta = metadata.clone();
     meta.insert("collection".into(), json!(collection));
-    meta.insert("origin".into(), origin_json(Tool::Mempalace, item_id, collection));
+    meta.insert(
+        "origin".into(),
+        origin_json(Tool::Mempalace, item_id, collection),
+    );
     let mut value = json!({
         "kind": "note",
         "id": record_id(Tool::Mempalace, item_id),
@@ -183,7 +216,10 @@ fn drawer(
         value["timestamp"] = json!(time);
     }
     Ok(Item {
-        origin: Origin::file(format!("{}: collection {collection}, item {item_id}", file.display())),
+        origin: Origin::file(format!(
+            "{}: collection {collection}, item {item_id}",
+            file.display()
+        )),
         value,
         project: wing,
     })

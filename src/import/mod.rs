@@ -481,16 +481,6 @@ pub(crate) fn read_text(
     })
 }
 
-/// The modification time of `path` as RFC 3339, if it has one.
-pub(crate) fn modified_time(path: &Path) -> Option<String> {
-    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
-    let secs = modified
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?
-        .as_secs();
-    Some(crate::record::parse::format_time(i64::try_from(secs).ok()?))
-}
-
 /// A heading as an id part: lowercase words joined by `-`.
 pub(crate) fn slug(text: &str) -> String {
     let mut out = String::new();

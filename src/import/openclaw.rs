@@ -7,7 +7,8 @@
 //! search indexes. Each file is split at its `#` and `##` headings and each
 //! section becomes a `note`: id `openclaw:<file>#<heading slug>` (the file
 //! alone when it has one section), title the heading, text the section, time
-//! the date in the file's name, else the file's modification time. A section
+//! the date in the file's name (`MEMORY.md` has none: a file's modification
+//! time would change the record whenever the workspace is copied). A section
 //! whose heading is renamed comes in as a new note (its old one stays).
 
 use std::collections::HashMap;
@@ -17,8 +18,7 @@ use serde_json::json;
 
 use super::markdown::{first_title, sections};
 use super::{
-    modified_time, origin_json, read_text, record_id, relative, slug, ImportError, Item,
-    ReadLimits, Source, Tool,
+    origin_json, read_text, record_id, relative, slug, ImportError, Item, ReadLimits, Source, Tool,
 };
 use crate::error::Origin;
 
@@ -82,7 +82,7 @@ pub(super) fn read(
         progress(done, files.len());
         let text = read_text(file, limits.markdown, source)?;
         let at = relative(file, &root);
-        let time = date_in_name(file).or_else(|| modified_time(file));
+        let time = date_in_name(file);
         let file_title = first_title(&text).unwrap_or_else(|| {
             file.file_stem()
                 .map(|s| s.to_string_lossy().into_owned())

@@ -28,19 +28,30 @@ pub(super) fn open(path: &Path, expected: &str) -> Result<Connection, ImportErro
     drop(crate::bounded::open_regular(path)?);
     let wal = path.with_file_name(format!(
         "{}-wal",
-        path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
     ));
     let has_log = std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0);
     let uri = format!(
         "file:{}?{}",
         uri_path(path),
-        if has_log { "mode=ro" } else { "mode=ro&immutable=1" }
+        if has_log {
+            "mode=ro"
+        } else {
+            "mode=ro&immutable=1"
+        }
     );
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
         | OpenFlags::SQLITE_OPEN_URI
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let fail = |e: rusqlite::Error| {
-        ImportError::corrupt(path, None, format!("cannot be read as SQLite: {e}"), expected)
+        ImportError::corrupt(
+            path,
+            None,
+            format!("cannot be read as SQLite: {e}"),
+            expected,
+        )
     };
     let connection = Connection::open_with_flags(uri, flags).map_err(fail)?;
     connection.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
@@ -115,7 +126,12 @@ pub(super) fn rows(
     expected: &str,
 ) -> Result<Vec<serde_json::Map<String, Value>>, ImportError> {
     let fail = |e: rusqlite::Error| {
-        ImportError::corrupt(path, Some(format!("table {table}")), e.to_string(), expected)
+        ImportError::corrupt(
+            path,
+            Some(format!("table {table}")),
+            e.to_string(),
+            expected,
+        )
     };
     let mut statement = connection.prepare(sql).map_err(fail)?;
     let names: Vec<String> = statement
@@ -131,7 +147,9 @@ pub(super) fn rows(
             let value = match row.get_ref(index).map_err(fail)? {
                 ValueRef::Null | ValueRef::Blob(_) => Value::Null,
                 ValueRef::Integer(n) => Value::from(n),
-                ValueRef::Real(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+                ValueRef::Real(f) => {
+                    serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)
+                }
                 ValueRef::Text(bytes) => Value::String(String::from_utf8_lossy(bytes).into_owned()),
             };
             map.insert(name.clone(), value);
@@ -147,7 +165,10 @@ mod tests {
 
     #[test]
     fn uri_paths_escape_what_a_uri_would_read() {
-        assert_eq!(uri_path(Path::new("/a b/c?d#e%.db")), "/a%20b/c%3Fd%23e%25.db");
+        assert_eq!(
+            uri_path(Path::new("/a b/c?d#e%.db")),
+            "/a%20b/c%3Fd%23e%25.db"
+        );
     }
 
     #[test]
@@ -159,20 +180,36 @@ mod tests {
             c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO t (name) VALUES ('x');")
                 .unwrap();
         }
-        let before: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let before: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         let c = open(&path, "a test database").unwrap();
         let t = tables(&c, &path, "x").unwrap();
         assert!(t["t"].contains("name"));
         let r = rows(&c, "SELECT * FROM t", &path, "t", "x").unwrap();
         assert_eq!(r[0]["name"], "x");
-        assert!(c.execute("INSERT INTO t (name) VALUES ('y')", []).is_err(), "read-only");
+        assert!(
+            c.execute("INSERT INTO t (name) VALUES ('y')", []).is_err(),
+            "read-only"
+        );
         drop(c);
-        let after: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let after: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(before, after);
         // Not a database: named, with what was expected.
         let bad = dir.path().join("bad.db");
-        std::fs::write(&bad, b"this is not sqlite, just text that is long enough to matter").unwrap();
+        std::fs::write(
+            &bad,
+            b"this is not sqlite, just text that is long enough to matter",
+        )
+        .unwrap();
         let e = open(&bad, "a claude-mem database").unwrap_err().to_string();
-        assert!(e.contains("bad.db") && e.contains("expected a claude-mem database"), "{e}");
+        assert!(
+            e.contains("bad.db") && e.contains("expected a claude-mem database"),
+            "{e}"
+        );
     }
 }

@@ -65,15 +65,30 @@ fn a_mem0_export_with_a_bad_memory_names_it() {
     )
     .unwrap();
     let e = read(Tool::Mem0, &file).unwrap_err().to_string();
-    assert!(e.contains("mem0.json (memory 2, field memory): missing"), "{e}");
-    std::fs::write(&file, r#"[{"id": "a1", "memory": "Prefers tabs", "user_id": "alice"}]"#).unwrap();
-    let plan = plan(read(Tool::Mem0, &file).unwrap(), &options(), Redactor::builtin()).unwrap();
+    assert!(
+        e.contains("mem0.json (memory 2, field memory): missing"),
+        "{e}"
+    );
+    std::fs::write(
+        &file,
+        r#"[{"id": "a1", "memory": "Prefers tabs", "user_id": "alice"}]"#,
+    )
+    .unwrap();
+    let plan = plan(
+        read(Tool::Mem0, &file).unwrap(),
+        &options(),
+        Redactor::builtin(),
+    )
+    .unwrap();
     assert_eq!(plan.records[0].id, "mem0:a1");
     assert_eq!(plan.by_project["user alice"], 1);
     // Not JSON: the line and column.
     std::fs::write(&file, "{\"results\": [\n{oops}]}").unwrap();
     let e = read(Tool::Mem0, &file).unwrap_err().to_string();
-    assert!(e.contains("(line 2, column 2)") && e.contains("expected mem0's get_all output"), "{e}");
+    assert!(
+        e.contains("(line 2, column 2)") && e.contains("expected mem0's get_all output"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -85,22 +100,43 @@ fn examples_are_redacted_and_invalid_records_fail_the_plan() {
         "{\"id\": \"k\", \"memory\": \"the key is AKIAIOSFODNN7EXAMPLF for prod\"}\n",
     )
     .unwrap();
-    let plan = plan(read(Tool::Mem0, &file).unwrap(), &options(), Redactor::builtin()).unwrap();
-    assert!(!plan.examples[0].text.contains("AKIAIOSFODNN7EXAMPLF"), "{:?}", plan.examples);
+    let plan = plan(
+        read(Tool::Mem0, &file).unwrap(),
+        &options(),
+        Redactor::builtin(),
+    )
+    .unwrap();
+    assert!(
+        !plan.examples[0].text.contains("AKIAIOSFODNN7EXAMPLF"),
+        "{:?}",
+        plan.examples
+    );
     // An empty memory passes the source's checks but not the record parser.
     std::fs::write(&file, "{\"id\": \"k\", \"memory\": \"  \"}\n").unwrap();
-    let e = super::plan(read(Tool::Mem0, &file).unwrap(), &options(), Redactor::builtin())
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("m.jsonl:1") && e.contains("nothing was written"), "{e}");
+    let e = super::plan(
+        read(Tool::Mem0, &file).unwrap(),
+        &options(),
+        Redactor::builtin(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("m.jsonl:1") && e.contains("nothing was written"),
+        "{e}"
+    );
 }
 
 #[test]
 fn missing_sources_say_what_was_expected() {
     let dir = tempfile::tempdir().unwrap();
     let e = read(Tool::Openclaw, dir.path()).unwrap_err().to_string();
-    assert!(e.contains("no MEMORY.md") && e.contains("expected an OpenClaw workspace"), "{e}");
-    let e = read(Tool::ClaudeMem, &dir.path().join("nope")).unwrap_err().to_string();
+    assert!(
+        e.contains("no MEMORY.md") && e.contains("expected an OpenClaw workspace"),
+        "{e}"
+    );
+    let e = read(Tool::ClaudeMem, &dir.path().join("nope"))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("no such file or folder"), "{e}");
     assert_eq!(Tool::Mem0.default_path(Path::new("/h")), None);
     assert_eq!(
