@@ -318,7 +318,7 @@ fn observation(item: &str) -> Option<Observation> {
             let valid = !name.is_empty()
                 && !name.contains(['[', '(', ')'])
                 && !is_clock(name)
-                && !(name.chars().count() == 1 && !name.chars().all(char::is_alphanumeric));
+                && (name.chars().count() != 1 || name.chars().all(char::is_alphanumeric));
             if valid
                 && !is_link
                 && after.starts_with(char::is_whitespace)

@@ -113,8 +113,7 @@ pub(super) fn read(path: &Path, source: &mut Source) -> Result<(), ImportError> 
         );
         let rows = sqlite::rows(&connection, &sql, &file, "embeddings", EXPECTED)?;
         // One item per embedding row, its metadata gathered from its key rows.
-        let mut items: BTreeMap<i64, (String, Option<String>, Map<String, Value>)> =
-            BTreeMap::new();
+        let mut items: BTreeMap<i64, Gathered> = BTreeMap::new();
         for row in rows {
             let Some(number) = row.get("row").and_then(Value::as_i64) else {
                 continue;
@@ -150,6 +149,10 @@ pub(super) fn read(path: &Path, source: &mut Source) -> Result<(), ImportError> 
     }
     Ok(())
 }
+
+/// One Chroma item as its rows give it: its id, when Chroma stored it, its
+/// metadata (the document under `chroma:document`).
+type Gathered = (String, Option<String>, Map<String, Value>);
 
 fn drawer(
     file: &Path,
