@@ -24,8 +24,9 @@ Examples:
   knowledge-db import --from mem0 mem0-export.json --namespace team
 
 Without PATH each tool is read where it keeps its data: claude-mem ~/.claude-mem/,
-mempalace ~/.mempalace/palace/, basic-memory ~/basic-memory/, openclaw
-~/.openclaw/workspace/. mem0 keeps no file of its own: export `get_all` to a JSON
+mempalace the palace_path of ~/.mempalace/config.json (else ~/.mempalace/palace/),
+basic-memory the default project of ~/.basic-memory/config.json (else
+~/basic-memory/), openclaw ~/.openclaw/workspace/. mem0 keeps no file of its own: export `get_all` to a JSON
 or JSONL file and give its path.
 
 Every item becomes the record kind that fits (claude-mem observations and session

@@ -82,14 +82,27 @@ impl Tool {
         }
     }
 
-    /// Where the tool keeps its data by default, under `home`; `None` for
-    /// mem0, which keeps no single file (its memories live in a vector
-    /// store of the user's choice).
+    /// Where the tool keeps its data by default, under `home`: basic-memory's
+    /// default project and MemPalace's palace as their own config files name
+    /// them (`~/.basic-memory/config.json`, `~/.mempalace/config.json`), else
+    /// the tools' defaults. `None` for mem0, which keeps no single file (its
+    /// memories live in a vector store of the user's choice).
     pub fn default_path(self, home: &Path) -> Option<PathBuf> {
         match self {
             Tool::ClaudeMem => Some(home.join(".claude-mem")),
-            Tool::Mempalace => Some(home.join(".mempalace").join("palace")),
-            Tool::BasicMemory => Some(home.join("basic-memory")),
+            Tool::Mempalace => Some(
+                configured(home, ".mempalace/config.json", &|c| {
+                    c.get("palace_path")?.as_str().map(str::to_string)
+                })
+                .unwrap_or_else(|| home.join(".mempalace").join("palace")),
+            ),
+            Tool::BasicMemory => Some(
+                configured(home, ".basic-memory/config.json", &|c| {
+                    let name = c.get("default_project")?.as_str()?;
+                    c.get("projects")?.get(name)?.as_str().map(str::to_string)
+                })
+                .unwrap_or_else(|| home.join("basic-memory")),
+            ),
             Tool::Openclaw => Some(home.join(".openclaw").join("workspace")),
             Tool::Mem0 => None,
         }
@@ -107,6 +120,26 @@ impl Tool {
             Tool::Mem0 => "a JSON or JSONL file of mem0 memories (the output of get_all)",
         }
     }
+}
+
+/// A path a tool's JSON config file (`file`, under `home`) names, `~`
+/// expanded; `None` when the file is missing, too large, not JSON or names none.
+fn configured(home: &Path, file: &str, pick: &dyn Fn(&Value) -> Option<String>) -> Option<PathBuf> {
+    let limit = crate::bounded::Limit {
+        bytes: 1 << 20,
+        setting: "a tool's config file",
+    };
+    let bytes = crate::bounded::read_whole(&home.join(file), limit, false).ok()?;
+    let config: Value = serde_json::from_slice(&bytes).ok()?;
+    let path = pick(&config)?;
+    let path = path.trim();
+    if path.is_empty() {
+        return None;
+    }
+    Some(match path.strip_prefix("~/") {
+        Some(rest) => home.join(rest),
+        None => PathBuf::from(path),
+    })
 }
 
 impl std::fmt::Display for Tool {

@@ -144,3 +144,80 @@ fn missing_sources_say_what_was_expected() {
         Some(PathBuf::from("/h/.claude-mem"))
     );
 }
+
+/// An import larger than the inline limit is stored without vectors (the
+/// upkeep adds them) and says so; one within it is embedded before `apply`
+/// returns.
+#[test]
+fn a_large_import_leaves_its_vectors_to_the_upkeep() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("m.jsonl");
+    std::fs::write(
+        &file,
+        "{\"id\": \"1\", \"memory\": \"prefers tabs\"}\n{\"id\": \"2\", \"memory\": \"deploys on thursdays\"}\n",
+    )
+    .unwrap();
+    for (name, max, deferred, embedded) in [("small", 1, 2, 0), ("large", 10, 0, 2)] {
+        let store = Store::init(&dir.path().join(name)).unwrap();
+        let plan = plan(
+            read(Tool::Mem0, &file).unwrap(),
+            &options(),
+            store.redactor(),
+        )
+        .unwrap();
+        let mut embedder = crate::embed::HashEmbedder::new(16);
+        let report = apply(
+            &store,
+            plan,
+            Some(&mut embedder),
+            Some(max),
+            Duration::from_secs(5),
+            Instant::now(),
+        )
+        .unwrap();
+        let stored = report.store.unwrap();
+        assert_eq!(report.vectors_deferred, deferred, "{name}");
+        assert_eq!(stored.embedded, embedded, "{name}");
+        assert_eq!(stored.without_vector, deferred, "{name}");
+    }
+}
+
+#[test]
+fn defaults_follow_the_tools_own_config() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    assert_eq!(
+        Tool::BasicMemory.default_path(h),
+        Some(h.join("basic-memory"))
+    );
+    assert_eq!(
+        Tool::Mempalace.default_path(h),
+        Some(h.join(".mempalace/palace"))
+    );
+    std::fs::create_dir_all(h.join(".basic-memory")).unwrap();
+    std::fs::write(
+        h.join(".basic-memory/config.json"),
+        r#"{"projects": {"main": "/srv/notes", "work": "~/work-notes"}, "default_project": "work"}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        Tool::BasicMemory.default_path(h),
+        Some(h.join("work-notes"))
+    );
+    std::fs::create_dir_all(h.join(".mempalace")).unwrap();
+    std::fs::write(
+        h.join(".mempalace/config.json"),
+        r#"{"palace_path": "/data/palace"}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        Tool::Mempalace.default_path(h),
+        Some(PathBuf::from("/data/palace"))
+    );
+    // A config that does not parse leaves the tool's default.
+    std::fs::write(h.join(".mempalace/config.json"), "{oops").unwrap();
+    assert_eq!(
+        Tool::Mempalace.default_path(h),
+        Some(h.join(".mempalace/palace"))
+    );
+}
