@@ -186,7 +186,8 @@ fn claude_mem_observations_become_segments_with_files_and_decisions() {
     let report = import(&store, "claude-mem", &dir, &[]);
     assert_eq!(report["source_counts"]["observations"], 3);
     assert_eq!(report["source_counts"]["session_summaries"], 1);
-    assert_eq!(report["source_counts"]["user_prompts"], 2);
+    assert_eq!(report["source_counts"]["user_prompts"], 3);
+    assert_eq!(report["source_counts"]["user_prompts_empty_skipped"], 1);
     assert_eq!(report["source_counts"]["sessions"], 2);
     assert_eq!(report["by_kind"]["segment"], 4);
     assert_eq!(report["by_kind"]["message"], 2);

@@ -12,7 +12,8 @@
 //!   and modified, `key_decisions` its decisions (see [`decisions`]), session
 //!   Claude Code's session id, time its `created_at`;
 //! - a session summary is a `segment` too (a session's work compressed);
-//! - a user prompt is a user `message` of its session, turn its prompt number.
+//! - a user prompt is a user `message` of its session, turn its prompt number
+//!   (an empty prompt is skipped, and counted as `user_prompts_empty_skipped`).
 //!
 //! Ids are `claude-mem:obs:<id>`, `claude-mem:summary:<id>` and
 //! `claude-mem:prompt:<id>` (the rows' own ids). The project name claude-mem
@@ -125,8 +126,15 @@ pub(super) fn read(path: &Path, source: &mut Source) -> Result<(), ImportError> 
             EXPECTED,
         )?;
         counts.insert("user_prompts".into(), rows.len());
+        let mut empty = 0;
         for row in rows {
-            source.items.push(prompt(&file, &row, session)?);
+            match prompt(&file, &row, session)? {
+                Some(item) => source.items.push(item),
+                None => empty += 1,
+            }
+        }
+        if empty > 0 {
+            counts.insert("user_prompts_empty_skipped".into(), empty);
         }
     }
     if tables.contains_key("sdk_sessions") {
@@ -450,13 +458,16 @@ fn summary(
     })
 }
 
+/// A prompt as a user message; `None` for an empty prompt (nothing to find).
 fn prompt(
     file: &Path,
     row: &Map<String, Value>,
     session_column: &str,
-) -> Result<Item, ImportError> {
+) -> Result<Option<Item>, ImportError> {
     let id = required_id(file, "user_prompts", row)?;
-    let text_of = text(row, "prompt_text").unwrap_or_default();
+    let Some(text_of) = text(row, "prompt_text") else {
+        return Ok(None);
+    };
     let source_id = format!("prompt:{id}");
     let mut value = json!({
         "kind": "message",
@@ -476,11 +487,11 @@ fn prompt(
     if let Some(time) = time(row) {
         value["timestamp"] = json!(time);
     }
-    Ok(Item {
+    Ok(Some(Item {
         origin: Origin::file(format!("{}: table user_prompts, row {id}", file.display())),
         value,
         project: None,
-    })
+    }))
 }
 
 #[cfg(test)]
