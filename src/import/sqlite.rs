@@ -164,6 +164,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn what_a_running_tool_left_in_its_write_ahead_log_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wal.db");
+        let writer = Connection::open(&path).unwrap();
+        writer
+            .execute_batch(
+                "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;
+                 CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT);
+                 INSERT INTO t (name) VALUES ('in the log');",
+            )
+            .unwrap();
+        assert!(
+            std::fs::metadata(dir.path().join("wal.db-wal"))
+                .unwrap()
+                .len()
+                > 0
+        );
+        let c = open(&path, "x").unwrap();
+        let r = rows(&c, "SELECT * FROM t", &path, "t", "x").unwrap();
+        assert_eq!(r.len(), 1, "the row still in the -wal file");
+        drop(writer);
+    }
+
+    #[test]
     fn uri_paths_escape_what_a_uri_would_read() {
         assert_eq!(
             uri_path(Path::new("/a b/c?d#e%.db")),
