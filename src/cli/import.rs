@@ -9,7 +9,9 @@ use clap::{Args, ValueEnum};
 use super::{load_embedder, output, EmbedWhen};
 use knowledge_db::embed::{Embedder, Workload};
 use knowledge_db::error::Error;
-use knowledge_db::import::{apply, plan, read_source, ImportError, ImportReport, ReadLimits, Tool};
+use knowledge_db::import::{
+    apply, plan, read_source, ImportError, ImportReport, ReadLimits, ReadOptions, Tool,
+};
 use knowledge_db::record::ParseOptions;
 use knowledge_db::store::config::{EmbedOnAdd, Limits};
 use knowledge_db::store::Store;
@@ -30,8 +32,8 @@ basic-memory the default project of ~/.basic-memory/config.json (else
 or JSONL file and give its path.
 
 Every item becomes the record kind that fits (claude-mem observations and session
-summaries are segments with key_files and key_decisions, its prompts messages;
-the others notes), with its time, project, files and tags, its id at the source in
+summaries are segments with key_files and key_decisions, its prompts messages
+with --with-prompts; the others notes), with its time, project, files and tags, its id at the source in
 metadata.origin, and the id <tool>:<source id>. Running import again adds nothing
 new and updates only what changed at the source. The source is read and checked
 whole first: a damaged source is named (file, line, table) and nothing is written.
@@ -88,6 +90,11 @@ pub struct ImportArgs {
     #[arg(long)]
     dry_run: bool,
 
+    /// claude-mem: also import the user prompts, as user messages of their
+    /// session (by default they are counted, not imported)
+    #[arg(long)]
+    with_prompts: bool,
+
     /// Seconds to wait for another writer [default: from config.toml, 30]
     #[arg(long, value_name = "SECS")]
     lock_timeout: Option<f64>,
@@ -129,7 +136,11 @@ pub fn run(root: &Path, args: ImportArgs) -> anyhow::Result<ExitCode> {
     );
     let bar = output::progress_bar();
     bar.set_message(format!("reading {tool}"));
-    let source = read_source(tool, &path, &limits, &mut |done, total| {
+    let read = ReadOptions {
+        limits,
+        claude_mem_prompts: args.with_prompts,
+    };
+    let source = read_source(tool, &path, &read, &mut |done, total| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     })

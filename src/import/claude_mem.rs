@@ -12,8 +12,14 @@
 //!   and modified, `key_decisions` its decisions (see [`decisions`]), session
 //!   Claude Code's session id, time its `created_at`;
 //! - a session summary is a `segment` too (a session's work compressed);
-//! - a user prompt is a user `message` of its session, turn its prompt number
-//!   (an empty prompt is skipped, and counted as `user_prompts_empty_skipped`).
+//! - with `--with-prompts`, a user prompt is a user `message` of its session,
+//!   turn its prompt number (an empty prompt is skipped, and counted as
+//!   `user_prompts_empty_skipped`). Without it (the default) prompts are
+//!   counted, not imported: a prompt is the question, not what was learned;
+//!   its session's summary restates it, and as a record of its own it
+//!   outranked the observation that answers it (on the claude-mem fixture,
+//!   "why were ledger entries posted twice" put the prompt first and the
+//!   observation fourth; without prompts the observation is second).
 //!
 //! Ids are `claude-mem:obs:<id>`, `claude-mem:summary:<id>` and
 //! `claude-mem:prompt:<id>` (the rows' own ids). The project name claude-mem
@@ -51,7 +57,11 @@ fn column<'a>(columns: &BTreeSet<String>, names: &[&'a str]) -> Option<&'a str> 
     names.iter().copied().find(|n| columns.contains(*n))
 }
 
-pub(super) fn read(path: &Path, source: &mut Source) -> Result<(), ImportError> {
+pub(super) fn read(
+    path: &Path,
+    with_prompts: bool,
+    source: &mut Source,
+) -> Result<(), ImportError> {
     let file = database(path)?;
     let connection = sqlite::open(&file, EXPECTED)?;
     source.files = 1;
@@ -126,9 +136,16 @@ pub(super) fn read(path: &Path, source: &mut Source) -> Result<(), ImportError> 
             EXPECTED,
         )?;
         counts.insert("user_prompts".into(), rows.len());
+        if !with_prompts {
+            counts.insert(
+                "user_prompts (not imported; --with-prompts)".into(),
+                rows.len(),
+            );
+        }
+        let rows = if with_prompts { rows } else { Vec::new() };
         let mut empty = 0;
         for row in rows {
-            match prompt(&file, &row, session)? {
+            match prompt(&file, &row, session, &sessions)? {
                 Some(item) => source.items.push(item),
                 None => empty += 1,
             }
@@ -159,10 +176,12 @@ fn schema_version(
         .flatten()
 }
 
-/// claude-mem's own session ids mapped to Claude Code's (`content_session_id`).
+/// claude-mem's own session ids mapped to Claude Code's (`content_session_id`),
+/// and Claude Code's session ids to their project.
 #[derive(Default)]
 struct Sessions {
     to_claude: HashMap<String, String>,
+    projects: HashMap<String, String>,
     count: usize,
 }
 
@@ -187,11 +206,13 @@ fn session_ids(
         count: rows.len(),
         ..Sessions::default()
     };
-    if let (Some(mine), Some(claude)) = (mine, claude) {
-        for row in rows {
-            if let (Some(m), Some(c)) = (text(&row, mine), text(&row, claude)) {
-                out.to_claude.insert(m, c);
-            }
+    for row in rows {
+        let claude = claude.and_then(|c| text(&row, c));
+        if let (Some(m), Some(c)) = (mine.and_then(|m| text(&row, m)), &claude) {
+            out.to_claude.insert(m, c.clone());
+        }
+        if let (Some(c), Some(p)) = (claude, text(&row, "project")) {
+            out.projects.insert(c, p);
         }
     }
     Ok(out)
@@ -463,12 +484,18 @@ fn prompt(
     file: &Path,
     row: &Map<String, Value>,
     session_column: &str,
+    sessions: &Sessions,
 ) -> Result<Option<Item>, ImportError> {
     let id = required_id(file, "user_prompts", row)?;
     let Some(text_of) = text(row, "prompt_text") else {
         return Ok(None);
     };
     let source_id = format!("prompt:{id}");
+    let session = text(row, session_column);
+    let project = session
+        .as_ref()
+        .and_then(|s| sessions.projects.get(s))
+        .cloned();
     let mut value = json!({
         "kind": "message",
         "id": record_id(Tool::ClaudeMem, &source_id),
@@ -476,9 +503,10 @@ fn prompt(
         "text": text_of,
         "metadata": {
             "origin": origin_json(Tool::ClaudeMem, &source_id, "user_prompts"),
+            "project": project,
         },
     });
-    if let Some(session) = text(row, session_column) {
+    if let Some(session) = session {
         value["session_id"] = json!(session);
     }
     if let Some(n) = row.get("prompt_number").and_then(Value::as_u64) {
@@ -490,7 +518,7 @@ fn prompt(
     Ok(Some(Item {
         origin: Origin::file(format!("{}: table user_prompts, row {id}", file.display())),
         value,
-        project: None,
+        project,
     }))
 }
 

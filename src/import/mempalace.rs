@@ -6,12 +6,13 @@
 //! topic), the source file and when it was filed. ChromaDB keeps documents
 //! and metadata in SQLite: `collections`, their `segments`, `embeddings`
 //! (one row per item, with its id) and `embedding_metadata` (key/value rows,
-//! the document itself under `chroma:document`). Every item of the palace's
-//! collections whose names start with `mempalace` becomes a `note`: id
-//! `mempalace:<chroma id>`, title `<wing> / <room>`, text the drawer,
-//! `files` its source file, time its `filed_at` (else `date`, else when
-//! Chroma stored it); the wing is kept in `metadata.wing` and counted as its
-//! project.
+//! the document itself under `chroma:document`). Every drawer becomes a
+//! `note`: id `mempalace:<drawer id>`, title `<wing> / <room>`, text the
+//! drawer, `files` its source file, time its `content_date` (the date of
+//! what it holds; else `date`, `filed_at`, else when Chroma stored it); the
+//! wing is kept in `metadata.wing` and counted as its project. The closets
+//! (`mempalace_closets`: compressed pointers to drawers, an index MemPalace
+//! derives from them) are counted but not imported: their drawers are.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,9 @@ use serde_json::{json, Map, Value};
 use super::sqlite;
 use super::{origin_json, record_id, ImportError, Item, Source, Tool};
 use crate::error::Origin;
+
+/// The collection holding the drawers: the verbatim memory.
+const DRAWERS: &str = "mempalace_drawers";
 
 const EXPECTED: &str =
     "a MemPalace palace: ChromaDB's chroma.sqlite3 with a mempalace_drawers collection";
@@ -80,11 +84,14 @@ pub(super) fn read(path: &Path, source: &mut Source) -> Result<(), ImportError> 
         "collections",
         EXPECTED,
     )?;
-    if collections.is_empty() {
+    if !collections
+        .iter()
+        .any(|c| c.get("name").and_then(Value::as_str) == Some(DRAWERS))
+    {
         return Err(ImportError::corrupt(
             &file,
             Some("table collections".into()),
-            "no collection named mempalace_*",
+            "no collection named mempalace_drawers",
             EXPECTED,
         ));
     }
@@ -140,7 +147,15 @@ pub(super) fn read(path: &Path, source: &mut Source) -> Result<(), ImportError> 
                 entry.2.insert(key.to_string(), value);
             }
         }
-        source.counts.insert(name.clone(), items.len());
+        if name != DRAWERS {
+            // Closets (and any other index MemPalace keeps) point at drawers:
+            // derived from them, counted but not imported.
+            source
+                .counts
+                .insert(format!("{name} (index, not imported)"), items.len());
+            continue;
+        }
+        source.counts.insert("drawers".into(), items.len());
         for (number, (item_id, stored, metadata)) in items {
             source
                 .items
@@ -195,7 +210,7 @@ fn drawer(
         (Some(x), None) | (None, Some(x)) => x.clone(),
         (None, None) => collection.to_string(),
     };
-    let time = ["filed_at", "date", "timestamp"]
+    let time = ["content_date", "date", "filed_at", "timestamp"]
         .iter()
         .filter_map(|k| get(k))
         .find(|t| crate::record::parse::parse_time(t).is_some())

@@ -272,14 +272,27 @@ impl ReadLimits {
     }
 }
 
+/// What to read of a source, and within which limits.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadOptions {
+    /// The store's limits.
+    pub limits: ReadLimits,
+    /// Also bring in claude-mem's `user_prompts` as user messages. Off by
+    /// default: a prompt is the question, not what was learned (its session's
+    /// summary restates it), and as a record of its own it outranks the
+    /// observation that answers it (see `docs/import.md`).
+    pub claude_mem_prompts: bool,
+}
+
 /// Reads a tool's whole source at `path` (checked first: its shape and
 /// version); `progress(done, total)` is told as files are read.
 pub fn read_source(
     tool: Tool,
     path: &Path,
-    limits: &ReadLimits,
+    options: &ReadOptions,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Source, ImportError> {
+    let limits = &options.limits;
     if !path.exists() {
         return Err(ImportError::NotFound {
             tool,
@@ -296,7 +309,7 @@ pub fn read_source(
         bytes: 0,
     };
     match tool {
-        Tool::ClaudeMem => claude_mem::read(path, &mut source)?,
+        Tool::ClaudeMem => claude_mem::read(path, options.claude_mem_prompts, &mut source)?,
         Tool::Mempalace => mempalace::read(path, &mut source)?,
         Tool::BasicMemory => basic_memory::read(path, limits, &mut source, progress)?,
         Tool::Openclaw => openclaw::read(path, limits, &mut source, progress)?,

@@ -10,7 +10,11 @@ fn limits() -> ReadLimits {
 }
 
 fn read(tool: Tool, path: &Path) -> Result<Source, ImportError> {
-    read_source(tool, path, &limits(), &mut |_, _| {})
+    let options = ReadOptions {
+        limits: limits(),
+        claude_mem_prompts: true,
+    };
+    read_source(tool, path, &options, &mut |_, _| {})
 }
 
 fn options() -> ParseOptions {
