@@ -555,16 +555,9 @@ fn real_tool_fixtures_import_completely() {
 
 fn real_fixture(tool: &str, dir: &Path, expected: &Value) {
     let store = TestStore::new();
-    let named = [
-        "path",
-        "palace",
-        "workspace",
-        "project",
-        "database",
-        "export",
-    ]
-    .iter()
-    .find_map(|k| expected.get(*k).and_then(Value::as_str));
+    let named = ["path", "palace", "workspace", "home", "database", "export"]
+        .iter()
+        .find_map(|k| expected.get(*k).and_then(Value::as_str));
     let source = named.map_or_else(|| dir.to_path_buf(), |p| dir.join(p));
     let report = import(&store, tool, &source, &[]);
     let counts = &report["source_counts"];
@@ -597,6 +590,30 @@ fn real_fixture(tool: &str, dir: &Path, expected: &Value) {
                     .as_array()
                     .map_or(0, Vec::len);
             assert_eq!(counts["files"], n, "{tool}: files");
+        }
+        "basic-memory" => {
+            let per = &expected["counts"];
+            let total = |key: &str| -> u64 {
+                per[key]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|(_, n)| n.as_u64())
+                    .sum()
+            };
+            assert_eq!(counts["entities"], total("notes"), "{tool}: notes");
+            assert_eq!(
+                counts["observations"],
+                total("observations"),
+                "{tool}: observations"
+            );
+            assert_eq!(counts["relations"], total("relations"), "{tool}: relations");
+            for (project, n) in per["notes"].as_object().into_iter().flatten() {
+                assert_eq!(
+                    &report["by_project"][project], n,
+                    "{tool}: notes of project {project}"
+                );
+            }
         }
         "claude-mem" => {
             // Per project, as the tool counts them.
@@ -636,7 +653,7 @@ fn real_fixture(tool: &str, dir: &Path, expected: &Value) {
     if let Some(want) = expected
         .get("counts")
         .and_then(Value::as_object)
-        .filter(|_| !matches!(tool, "claude-mem" | "openclaw"))
+        .filter(|_| !matches!(tool, "claude-mem" | "basic-memory" | "openclaw"))
     {
         for (name, count) in want {
             if counts.get(name).is_some() || tool != "openclaw" {
@@ -656,10 +673,16 @@ fn real_fixture(tool: &str, dir: &Path, expected: &Value) {
             }),
             (Value::Object(o), _) => {
                 // claude-mem names a table and its row id; others the item's id.
-                let want = match (o.get("table").and_then(Value::as_str), &o["id"]) {
+                let want = match (
+                    o.get("table").and_then(Value::as_str),
+                    o.get("id").unwrap_or(&Value::Null),
+                ) {
                     (Some("observations"), id) => format!("obs:{id}"),
                     (Some("session_summaries"), id) => format!("summary:{id}"),
                     (Some("user_prompts"), id) => format!("prompt:{id}"),
+                    _ if o.contains_key("permalink") => {
+                        o["permalink"].as_str().unwrap_or_default().to_string()
+                    }
                     (_, Value::String(id)) => id.clone(),
                     (_, other) => other.to_string(),
                 };

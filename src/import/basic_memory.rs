@@ -9,13 +9,15 @@
 //! when a file moves; without one, the file's path), title the entity's
 //! title, text the whole body, tags the frontmatter's and the observations',
 //! and `metadata` keeps the entity type, the observations (category, text,
-//! tags, context) and the relations. Observations of category `decision`
+//! tags, context) and the relations, and `project` the basic-memory project.
+//! Given a home holding `.basic-memory/config.json` (the default: `~`), every
+//! project the config lists is read. Observations of category `decision`
 //! are also its `key_decisions`. Its time is the frontmatter's `created` (or
 //! `date`); never the file's modification time, which a copy of the folder
 //! changes (and with it every record, on the next import).
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
@@ -25,47 +27,130 @@ use super::{
 };
 use crate::error::Origin;
 
+/// The projects a basic-memory home's `.basic-memory/config.json` lists,
+/// as (name, folder): `"projects": {"name": "/path"}` or, in newer versions,
+/// `{"name": {"path": "/path", …}}`. `None` when `dir` holds no such config.
+pub(super) fn configured_projects(
+    dir: &Path,
+) -> Result<Option<Vec<(String, PathBuf)>>, ImportError> {
+    let file = dir.join(".basic-memory").join("config.json");
+    if !file.is_file() {
+        return Ok(None);
+    }
+    let limit = crate::bounded::Limit {
+        bytes: 1 << 20,
+        setting: "basic-memory's config.json",
+    };
+    let bytes = crate::bounded::read_whole(&file, limit, false)?;
+    let expected =
+        "basic-memory's config: {\"projects\": {\"name\": \"/path\" or {\"path\": \"/path\"}}}";
+    let config: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        ImportError::corrupt(
+            &file,
+            Some(format!("line {}", e.line())),
+            format!("not JSON: {e}"),
+            expected,
+        )
+    })?;
+    let Some(projects) = config.get("projects").and_then(Value::as_object) else {
+        return Err(ImportError::corrupt(
+            &file,
+            Some("field projects".into()),
+            "no `projects` map",
+            expected,
+        ));
+    };
+    let mut out = Vec::new();
+    for (name, value) in projects {
+        let folder = value
+            .as_str()
+            .or_else(|| value.get("path").and_then(Value::as_str))
+            .ok_or_else(|| {
+                ImportError::corrupt(
+                    &file,
+                    Some(format!("field projects.{name}")),
+                    "a project without its path",
+                    expected,
+                )
+            })?;
+        let folder = match folder.strip_prefix("~/") {
+            Some(rest) => dir.join(rest),
+            None => PathBuf::from(folder),
+        };
+        out.push((name.clone(), folder));
+    }
+    Ok(Some(out))
+}
+
 pub(super) fn read(
     path: &Path,
     limits: &ReadLimits,
     source: &mut Source,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(), ImportError> {
-    let (root, files) = if path.is_file() {
-        (
-            path.parent().unwrap_or(Path::new("")).to_path_buf(),
-            vec![path.to_path_buf()],
-        )
-    } else {
-        let files =
-            crate::bounded::walk(path, true, &|p| p.extension().is_some_and(|e| e == "md"))?;
-        (path.to_path_buf(), files)
+    // A home with basic-memory's config: every project it lists (a project
+    // whose folder is gone is counted as missing); else one project folder
+    // (or one note), named after its folder.
+    let projects: Vec<(String, PathBuf)> = match configured_projects(path)? {
+        Some(projects) => projects,
+        None if path.is_file() => vec![(String::new(), path.to_path_buf())],
+        None => {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            vec![(name, path.to_path_buf())]
+        }
     };
-    if files.is_empty() {
+    let mut work: Vec<(String, PathBuf, PathBuf)> = Vec::new();
+    let mut missing = 0;
+    for (name, folder) in &projects {
+        if folder.is_file() {
+            let root = folder.parent().unwrap_or(Path::new("")).to_path_buf();
+            let name = root
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            work.push((name, root, folder.clone()));
+        } else if folder.is_dir() {
+            for file in
+                crate::bounded::walk(folder, true, &|p| p.extension().is_some_and(|e| e == "md"))?
+            {
+                work.push((name.clone(), folder.clone(), file));
+            }
+        } else {
+            missing += 1;
+        }
+    }
+    if work.is_empty() {
         return Err(ImportError::NotFound {
             tool: Tool::BasicMemory,
             path: path.to_path_buf(),
             why: "no markdown notes (*.md) in it".into(),
         });
     }
-    let project = root
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
     let (mut observations, mut relations) = (0, 0);
-    for (done, file) in files.iter().enumerate() {
-        progress(done, files.len());
+    for (done, (project, root, file)) in work.iter().enumerate() {
+        progress(done, work.len());
         let text = read_text(file, limits.markdown, source)?;
-        let at = relative(file, &root);
-        let item = entity(file, &at, &text, &project)?;
+        let at = relative(file, root);
+        let item = entity(file, &at, &text, project)?;
         observations += item.1;
         relations += item.2;
         source.items.push(item.0);
     }
-    progress(files.len(), files.len());
-    source.counts.insert("entities".into(), files.len());
+    progress(work.len(), work.len());
+    source.counts.insert("entities".into(), work.len());
     source.counts.insert("observations".into(), observations);
     source.counts.insert("relations".into(), relations);
+    if projects.len() > 1 || missing > 0 {
+        source
+            .counts
+            .insert("projects".into(), projects.len() - missing);
+    }
+    if missing > 0 {
+        source.counts.insert("projects_missing".into(), missing);
+    }
     Ok(())
 }
 

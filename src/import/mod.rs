@@ -82,10 +82,11 @@ impl Tool {
         }
     }
 
-    /// Where the tool keeps its data by default, under `home`: basic-memory's
-    /// default project and MemPalace's palace as their own config files name
-    /// them (`~/.basic-memory/config.json`, `~/.mempalace/config.json`), else
-    /// the tools' defaults. `None` for mem0, which keeps no single file (its
+    /// Where the tool keeps its data by default, under `home`: for
+    /// basic-memory the home itself when it holds `.basic-memory/config.json`
+    /// (every project the config lists is read), else `~/basic-memory`;
+    /// MemPalace's palace as `~/.mempalace/config.json` names it, else
+    /// `~/.mempalace/palace`. `None` for mem0, which keeps no single file (its
     /// memories live in a vector store of the user's choice).
     pub fn default_path(self, home: &Path) -> Option<PathBuf> {
         match self {
@@ -96,13 +97,11 @@ impl Tool {
                 })
                 .unwrap_or_else(|| home.join(".mempalace").join("palace")),
             ),
-            Tool::BasicMemory => Some(
-                configured(home, ".basic-memory/config.json", &|c| {
-                    let name = c.get("default_project")?.as_str()?;
-                    c.get("projects")?.get(name)?.as_str().map(str::to_string)
-                })
-                .unwrap_or_else(|| home.join("basic-memory")),
-            ),
+            // basic-memory's home: every project its config lists.
+            Tool::BasicMemory if home.join(".basic-memory/config.json").is_file() => {
+                Some(home.to_path_buf())
+            }
+            Tool::BasicMemory => Some(home.join("basic-memory")),
             Tool::Openclaw => Some(home.join(".openclaw").join("workspace")),
             Tool::Mem0 => None,
         }

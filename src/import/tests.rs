@@ -204,9 +204,25 @@ fn defaults_follow_the_tools_own_config() {
         r#"{"projects": {"main": "/srv/notes", "work": "~/work-notes"}, "default_project": "work"}"#,
     )
     .unwrap();
+    assert_eq!(Tool::BasicMemory.default_path(h), Some(h.to_path_buf()));
+    let projects = basic_memory::configured_projects(h).unwrap().unwrap();
     assert_eq!(
-        Tool::BasicMemory.default_path(h),
-        Some(h.join("work-notes"))
+        projects,
+        [
+            ("main".to_string(), PathBuf::from("/srv/notes")),
+            ("work".to_string(), h.join("work-notes"))
+        ]
+    );
+    // The newer shape: each project an object with its path.
+    std::fs::write(
+        h.join(".basic-memory/config.json"),
+        r#"{"projects": {"main": {"path": "/srv/notes", "mode": "local"}}, "default_project": "main"}"#,
+    )
+    .unwrap();
+    let projects = basic_memory::configured_projects(h).unwrap().unwrap();
+    assert_eq!(
+        projects,
+        [("main".to_string(), PathBuf::from("/srv/notes"))]
     );
     std::fs::create_dir_all(h.join(".mempalace")).unwrap();
     std::fs::write(
