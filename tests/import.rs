@@ -555,9 +555,10 @@ fn real_tool_fixtures_import_completely() {
 
 fn real_fixture(tool: &str, dir: &Path, expected: &Value) {
     let store = TestStore::new();
-    let named = ["path", "palace", "workspace", "home", "database", "export"]
+    let named = ["path", "palace", "workspace", "home", "database"]
         .iter()
-        .find_map(|k| expected.get(*k).and_then(Value::as_str));
+        .find_map(|k| expected.get(*k).and_then(Value::as_str))
+        .or(expected["files"]["export"].as_str());
     let source = named.map_or_else(|| dir.to_path_buf(), |p| dir.join(p));
     let report = import(&store, tool, &source, &[]);
     let counts = &report["source_counts"];
@@ -615,6 +616,28 @@ fn real_fixture(tool: &str, dir: &Path, expected: &Value) {
                 );
             }
         }
+        "mem0" => {
+            let want = &expected["counts"];
+            assert_eq!(counts["memories"], want["total"], "{tool}: memories");
+            for (user, n) in want.as_object().into_iter().flatten() {
+                if n.is_u64() && user != "total" {
+                    assert_eq!(
+                        &report["by_project"][format!("user {user}")],
+                        n,
+                        "{tool}: memories of {user}"
+                    );
+                }
+            }
+            // The other export the fixture holds comes in as the same records.
+            if let Some(other) = expected["files"]["get_all"].as_str() {
+                let again = import(&store, tool, &dir.join(other), &[]);
+                assert_eq!(again["records"], want["total"], "{tool}: {other}");
+                assert_eq!(
+                    again["store"]["added"], 0,
+                    "{tool}: {other} holds the same memories"
+                );
+            }
+        }
         "claude-mem" => {
             // Per project, as the tool counts them.
             let per = &expected["counts"];
@@ -653,7 +676,7 @@ fn real_fixture(tool: &str, dir: &Path, expected: &Value) {
     if let Some(want) = expected
         .get("counts")
         .and_then(Value::as_object)
-        .filter(|_| !matches!(tool, "claude-mem" | "basic-memory" | "openclaw"))
+        .filter(|_| !matches!(tool, "claude-mem" | "basic-memory" | "openclaw" | "mem0"))
     {
         for (name, count) in want {
             if counts.get(name).is_some() || tool != "openclaw" {

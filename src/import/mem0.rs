@@ -3,7 +3,9 @@
 //! mem0 keeps its memories in a vector store of the user's choice (Qdrant,
 //! Chroma, pgvector…), so there is no one file of its own to read: the user
 //! exports them with `get_all` (`{"results": [...]}`, or the bare list older
-//! versions return) as a JSON file, or one memory a line (JSONL). Each
+//! versions return, or several users' answers under their names:
+//! `{"alice": {"results": [...]}, ...}`) as a JSON file, or one memory a line
+//! (JSONL). Each
 //! memory (`id`, `memory`, `hash`, `metadata`, `categories`, `created_at`,
 //! `updated_at`, `user_id`, `agent_id`, `run_id`) becomes a `note`: id
 //! `mem0:<id>`, text the memory, time its `created_at`, tags its
@@ -19,7 +21,7 @@ use crate::bounded::{Line, LineReader};
 use crate::error::Origin;
 
 const EXPECTED_FILE: &str =
-    "mem0's get_all output: {\"results\": [{\"id\": …, \"memory\": …}, …]}, a list of such memories, or one memory a line (JSONL)";
+    "mem0's get_all output: {\"results\": [{\"id\": …, \"memory\": …}, …]}, a list of such memories, such answers by user ({\"alice\": {\"results\": […]}}), or one memory a line (JSONL)";
 const EXPECTED_MEMORY: &str =
     "a mem0 memory {\"id\": \"…\", \"memory\": \"…\", \"created_at\": \"…\", \"user_id\": \"…\"}";
 
@@ -56,6 +58,19 @@ pub(super) fn read(
             Value::Array(list) => list,
             Value::Object(mut o) => match o.remove("results").or_else(|| o.remove("memories")) {
                 Some(Value::Array(list)) => list,
+                // One get_all per user, under the user's name:
+                // {"alice": {"results": [...]}, "bob": {"results": [...]}}.
+                None if !o.is_empty() && o.values().all(is_memory_list) => o
+                    .into_iter()
+                    .flat_map(|(_, v)| match v {
+                        Value::Array(list) => list,
+                        Value::Object(mut inner) => match inner.remove("results") {
+                            Some(Value::Array(list)) => list,
+                            _ => Vec::new(),
+                        },
+                        _ => Vec::new(),
+                    })
+                    .collect(),
                 _ => {
                     return Err(ImportError::corrupt(
                         path,
@@ -85,6 +100,11 @@ pub(super) fn read(
     }
     source.counts.insert("memories".into(), source.items.len());
     Ok(())
+}
+
+/// A get_all answer of one user: `{"results": [...]}`.
+fn is_memory_list(value: &Value) -> bool {
+    value.get("results").is_some_and(Value::is_array)
 }
 
 fn read_lines(
@@ -195,14 +215,9 @@ fn item(path: &Path, place: &str, line: Option<usize>, memory: Value) -> Result<
     }
     metadata.insert(
         "origin".into(),
-        origin_json(
-            Tool::Mem0,
-            &id,
-            &path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        ),
+        // Not the export's file name: two exports of the same memories
+        // (JSON and JSONL, today's and last week's) are the same records.
+        origin_json(Tool::Mem0, &id, "get_all"),
     );
     let mut value = json!({
         "kind": "note",
