@@ -521,6 +521,10 @@ fn defaults_are_where_each_tool_keeps_its_data() {
 /// item in the top 3, and a second import adds nothing.
 #[test]
 fn real_tool_fixtures_import_completely() {
+    if std::env::var("KDB_IMPORT_TESTS").is_ok_and(|v| v == "skip") {
+        eprintln!("SKIPPED real_tool_fixtures_import_completely: KDB_IMPORT_TESTS=skip (registries unreachable)");
+        return;
+    }
     let Some(root) = std::env::var_os("KDB_IMPORT_FIXTURES") else {
         eprintln!(
             "SKIPPED real_tool_fixtures_import_completely: KDB_IMPORT_FIXTURES is not set \
@@ -546,6 +550,7 @@ fn real_tool_fixtures_import_completely() {
         real_fixture(tool, &dir, &expected);
         checked += 1;
     }
+    damaged_fixtures(&root.join("damaged"));
     assert!(
         checked > 0,
         "KDB_IMPORT_FIXTURES={} holds no fixture",
@@ -736,4 +741,46 @@ fn real_fixture(tool: &str, dir: &Path, expected: &Value) {
         again["store"]["updated"], 0,
         "{tool}: re-import changes nothing"
     );
+}
+
+/// The damaged sources cut from the real fixtures (`damaged/expected.json`):
+/// each one expected to fail does, with exit 1, naming its file, and writes
+/// nothing; the rough ones (`warn-and-import`) are reported as they went.
+fn damaged_fixtures(dir: &Path) {
+    let Ok(text) = std::fs::read_to_string(dir.join("expected.json")) else {
+        eprintln!("no damaged fixtures in {}", dir.display());
+        return;
+    };
+    let cases: Value = serde_json::from_str(&text).expect("damaged/expected.json is JSON");
+    for (name, case) in cases.as_object().into_iter().flatten() {
+        let store = TestStore::new();
+        let before = store.snapshot();
+        let tool = case["from"].as_str().expect("from");
+        let path = dir.join(case["path"].as_str().expect("path"));
+        let out = store
+            .cmd()
+            .args(["import", "--from", tool, "--embed", "later"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        eprintln!(
+            "damaged {name} ({}): exit {:?}: {}",
+            case["what"],
+            out.status.code(),
+            stderr.trim()
+        );
+        if case["expect"] == "error" {
+            assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(
+                stderr.contains(&file) || stderr.contains(&path.display().to_string()),
+                "{name}: the error names the source: {stderr}"
+            );
+            assert_eq!(store.snapshot(), before, "{name}: nothing written");
+        } else if !out.status.success() {
+            // Refused whole rather than imported in part: also nothing written.
+            assert_eq!(store.snapshot(), before, "{name}: nothing written");
+        }
+    }
 }

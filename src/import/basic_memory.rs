@@ -77,9 +77,29 @@ pub(super) fn configured_projects(
             Some(rest) => dir.join(rest),
             None => PathBuf::from(folder),
         };
+        // A home copied elsewhere names its old folders: the project is then
+        // looked for at the same place under this home.
+        let folder = if folder.exists() {
+            folder
+        } else {
+            moved(dir, &folder).unwrap_or(folder)
+        };
         out.push((name.clone(), folder));
     }
     Ok(Some(out))
+}
+
+/// Where `folder` (an absolute path that no longer exists) is under `home`:
+/// the longest tail of its components that exists there.
+fn moved(home: &Path, folder: &Path) -> Option<PathBuf> {
+    let parts: Vec<_> = folder.components().collect();
+    (1..parts.len())
+        .map(|skip| {
+            parts[skip..]
+                .iter()
+                .fold(home.to_path_buf(), |p, c| p.join(c))
+        })
+        .find(|candidate| candidate.is_dir())
 }
 
 pub(super) fn read(

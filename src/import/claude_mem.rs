@@ -363,7 +363,8 @@ fn observation(
             .cloned()
             .unwrap_or_else(|| s.clone())
     });
-    let project = text(row, "project");
+    // A project merged into another is known by the one it joined.
+    let project = text(row, "merged_into_project").or_else(|| text(row, "project"));
     let source_id = format!("obs:{id}");
     let mut value = json!({
         "kind": "segment",
@@ -432,7 +433,8 @@ fn summary(
             .cloned()
             .unwrap_or_else(|| s.clone())
     });
-    let project = text(row, "project");
+    // A project merged into another is known by the one it joined.
+    let project = text(row, "merged_into_project").or_else(|| text(row, "project"));
     let topic = text(row, "request")
         .map(|r| {
             format!(

@@ -38,8 +38,11 @@ fn memory_files(path: &Path) -> Result<(PathBuf, Vec<PathBuf>), ImportError> {
     }
     let daily = path.join("memory");
     if daily.is_dir() {
+        // Dreaming's working files and copies of other tools' memory are not
+        // the agent's memory of its own.
+        let skipped = [daily.join("dreaming"), daily.join("imports")];
         files.extend(crate::bounded::walk(&daily, true, &|p| {
-            p.extension().is_some_and(|e| e == "md")
+            p.extension().is_some_and(|e| e == "md") && !skipped.iter().any(|s| p.starts_with(s))
         })?);
     }
     Ok((path.to_path_buf(), files))
@@ -116,7 +119,7 @@ pub(super) fn read(
                 "kind": "note",
                 "id": record_id(Tool::Openclaw, &source_id),
                 "title": title,
-                "text": part.text.trim(),
+                "text": without_comments(&part.text).trim(),
                 "metadata": {
                     "origin": origin_json(Tool::Openclaw, &source_id, &at),
                     "file": at,
@@ -140,9 +143,38 @@ pub(super) fn read(
     Ok(())
 }
 
+/// The text without HTML comments (dreaming's promotion markers,
+/// `<!-- trigger: … -->`): bookkeeping, not memory.
+fn without_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("<!--") {
+        out.push_str(&rest[..start]);
+        match rest[start..].find("-->") {
+            Some(end) => rest = &rest[start + end + 3..],
+            None => {
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn comments_are_bookkeeping() {
+        assert_eq!(
+            without_comments(
+                "- snippet <!-- trigger: a, b --> <!-- importance: 9 -->\n<!-- marker -->\nnext"
+            ),
+            "- snippet  \n\nnext"
+        );
+        assert_eq!(without_comments("a <!-- open"), "a ");
+    }
 
     #[test]
     fn daily_log_names_give_the_date() {
