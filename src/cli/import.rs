@@ -189,6 +189,9 @@ pub fn run(root: &Path, args: ImportArgs) -> anyhow::Result<ExitCode> {
         _ => ImportReport::dry_run(plan, started),
     };
     bar.finish_and_clear();
+    for warning in &report.plan.warnings {
+        eprintln!("warning: {warning}");
+    }
     if args.json {
         output::print_json(&report)?;
     } else {

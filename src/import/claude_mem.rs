@@ -34,6 +34,10 @@ use super::sqlite;
 use super::{origin_json, record_id, ImportError, Item, Source, Tool};
 use crate::error::Origin;
 
+/// The newest claude-mem schema version (`schema_versions`) this build was
+/// checked against (claude-mem 13.25.3).
+const KNOWN_SCHEMA: i64 = 52;
+
 const EXPECTED: &str = "claude-mem's SQLite database (claude-mem.db) with its observations table";
 
 /// The database file of a claude-mem folder (or the file given).
@@ -156,6 +160,13 @@ pub(super) fn read(
     }
     if tables.contains_key("sdk_sessions") {
         counts.insert("sessions".into(), sessions.count);
+    }
+    if let Some(v) = version.filter(|v| *v > KNOWN_SCHEMA) {
+        source.warnings.push(format!(
+            "{}: claude-mem schema version {v} is newer than {KNOWN_SCHEMA}, the last this build \
+             was checked against; the columns it knows were read",
+            file.display()
+        ));
     }
     source.counts = counts;
     Ok(())

@@ -244,6 +244,9 @@ pub struct Source {
     pub files: usize,
     /// Bytes read (or the database's size).
     pub bytes: u64,
+    /// What the import should say although it went on (a newer schema
+    /// than this build was checked against, read by the columns it knows).
+    pub warnings: Vec<String>,
 }
 
 /// How much may be read: the store's limits.
@@ -306,6 +309,7 @@ pub fn read_source(
         counts: BTreeMap::new(),
         files: 0,
         bytes: 0,
+        warnings: Vec::new(),
     };
     match tool {
         Tool::ClaudeMem => claude_mem::read(path, options.claude_mem_prompts, &mut source)?,
@@ -345,6 +349,9 @@ pub struct Plan {
     pub files_read: usize,
     /// Bytes read.
     pub bytes_read: u64,
+    /// What the source's reading had to say (see [`Source::warnings`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// Records by kind.
     pub by_kind: BTreeMap<Kind, usize>,
     /// Records by the project the source gives them (`(none)` without one).
@@ -404,6 +411,7 @@ pub fn plan(
         source_counts: source.counts,
         files_read: source.files,
         bytes_read: source.bytes,
+        warnings: source.warnings,
         by_kind,
         by_project,
         examples,
