@@ -498,6 +498,26 @@ fn a_fifo_is_refused_unread() {
 #[test]
 fn defaults_are_where_each_tool_keeps_its_data() {
     let store = TestStore::new();
+    let help = store.cmd().args(["import", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for want in [
+        "--from <TOOL>",
+        "claude-mem",
+        "mempalace",
+        "basic-memory",
+        "openclaw",
+        "mem0",
+        "Examples:",
+        "--dry-run",
+        "--with-prompts",
+    ] {
+        assert!(
+            help.contains(want),
+            "import --help should show {want}: {help}"
+        );
+    }
+    let (code, _) = failing(&store, &["import", "--from", "evernote"]);
+    assert_eq!(code, 2, "an unknown tool is a usage error");
     let home = store.dir.path().join("home");
     copy_dir(
         &fixtures().join("openclaw"),
