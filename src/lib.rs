@@ -28,6 +28,8 @@
 //!   superseding, retention (`maintain`), find, stats and verify of both tiers;
 //! - [`export`]: every record as a JSON line that `add` takes back unchanged;
 //! - [`load`]: adding files of records (or of export lines) as one all-or-nothing batch;
+//! - [`import`]: the memory of other tools (claude-mem, MemPalace,
+//!   basic-memory, OpenClaw, mem0) read, checked whole, and added as one batch;
 //! - [`transcript`]: Claude Code, OpenClaw and generic transcripts in one message model;
 //! - [`context`]: token counting, rolling eviction, tool-output truncation, priorities;
 //! - [`flows`]: what callers ask for end to end (evict), shared by the CLI,
@@ -87,6 +89,7 @@ pub mod error;
 pub mod export;
 pub mod files;
 pub mod flows;
+pub mod import;
 pub mod index;
 pub mod integrations;
 pub mod load;

@@ -133,7 +133,7 @@ fn namespace_flags_place_records() {
     );
     store
         .cmd()
-        .args(["import", "--format", "beir", "--namespace-field", "conv"])
+        .args(["add", "--format", "beir", "--namespace-field", "conv"])
         .arg(&corpus)
         .assert()
         .success();

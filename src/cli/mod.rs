@@ -11,6 +11,7 @@ mod context;
 mod eval_output;
 mod export;
 mod hook;
+mod import;
 mod ingest;
 mod install;
 mod mcp;
@@ -77,8 +78,7 @@ enum Command {
     /// an unchanged record does nothing. A batch is all-or-nothing: if any record is
     /// invalid, nothing is written and every problem is listed.
     #[command(
-        visible_alias = "import",
-        after_help = "Examples:\n  knowledge-db add ~/.claude/compressed_context/\n  knowledge-db add corpus.jsonl --namespace-field conv\n  knowledge-db import --format beir corpus.jsonl\n  echo '{\"id\":\"n1\",\"text\":\"use PKCE\"}' | knowledge-db add -"
+        after_help = "Examples:\n  knowledge-db add ~/.claude/compressed_context/\n  knowledge-db add corpus.jsonl --namespace-field conv\n  knowledge-db add --format beir corpus.jsonl\n  echo '{\"id\":\"n1\",\"text\":\"use PKCE\"}' | knowledge-db add -"
     )]
     Add(AddArgs),
 
@@ -207,6 +207,11 @@ enum Command {
     /// searchable messages; a transcript that grew adds only its new part.
     #[command(after_help = ingest::AFTER_HELP)]
     Ingest(ingest::IngestArgs),
+
+    /// Bring the memory kept by other tools into the store: claude-mem,
+    /// MemPalace, basic-memory, OpenClaw, mem0. Safe to repeat.
+    #[command(after_help = import::AFTER_HELP)]
+    Import(import::ImportArgs),
 
     /// Count a transcript's tokens per message and in total, by model family.
     #[command(after_help = context::TOKENS_HELP)]
@@ -352,6 +357,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(BenchCommand::Run(args)) => bench::run(args),
         Command::Bench(BenchCommand::Measure(args)) => bench::measure(args),
         Command::Ingest(args) => ingest::run(&root, args),
+        Command::Import(args) => import::run(&root, args),
         Command::Tokens(args) => context::tokens(args),
         Command::Evict(args) => roll::evict(&root, args),
         Command::Pack(args) => roll::pack(&root, args),
