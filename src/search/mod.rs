@@ -233,7 +233,12 @@ impl SearchEngine {
         let terms = self.query_terms(query);
         let stats = self.statistics(filters)?;
         let text_query = self.text_query_over(&terms, &stats);
-        let ranking = self.ranked(query, &terms, &*text_query, k, filters, rank, &stats)?;
+        let text = rank::TextSide {
+            terms: &terms,
+            query: &*text_query,
+            stats: &stats,
+        };
+        let ranking = self.ranked(query, text, k, filters, rank)?;
         ranking
             .hits
             .into_iter()
@@ -269,7 +274,12 @@ impl SearchEngine {
         let terms = self.query_terms(query);
         let stats = self.statistics(filters)?;
         let text_query = self.text_query_over(&terms, &stats);
-        let ranking = self.ranked(query, &terms, &*text_query, k, filters, rank, &stats)?;
+        let text = rank::TextSide {
+            terms: &terms,
+            query: &*text_query,
+            stats: &stats,
+        };
+        let ranking = self.ranked(query, text, k, filters, rank)?;
         let snippets = scope::snippet_generator(
             &self.searcher,
             &*text_query,

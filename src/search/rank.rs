@@ -42,6 +42,15 @@ pub(super) struct RankedHit {
     pub weak: bool,
 }
 
+/// The BM25 half of a search: the query's terms, the text query over them,
+/// and the statistics it is scored with (the index's or a namespace's).
+#[derive(Clone, Copy)]
+pub(super) struct TextSide<'a> {
+    pub terms: &'a [String],
+    pub query: &'a dyn Query,
+    pub stats: &'a Statistics<'a>,
+}
+
 /// The hits of one search, and what the minimum score left out.
 pub(super) struct Ranking {
     pub hits: Vec<RankedHit>,
@@ -60,13 +69,16 @@ impl SearchEngine {
     pub(super) fn ranked(
         &self,
         query: &str,
-        terms: &[String],
-        text_query: &dyn Query,
+        text: TextSide<'_>,
         k: usize,
         filters: &Filters,
         rank: &RankOptions,
-        stats: &Statistics<'_>,
     ) -> Result<Ranking> {
+        let TextSide {
+            terms,
+            query: text_query,
+            stats,
+        } = text;
         let vector_side = match (rank.mode, &self.vectors) {
             (Mode::Bm25, _) => None,
             (_, Some(side)) => Some(side),

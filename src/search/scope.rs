@@ -266,3 +266,62 @@ pub(crate) fn snippet_generator(
     let tokenizer = searcher.index().tokenizer_for_field(field)?;
     Ok(SnippetGenerator::new(weights, tokenizer, field, max_chars))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::embed::{HashEmbedder, DIM};
+    use crate::error::Origin;
+    use crate::record::{parse_record, ParseOptions, Record};
+    use crate::store::Store;
+
+    fn note(id: &str, namespace: &str, text: &str) -> Record {
+        let value =
+            serde_json::json!({"id": id, "namespace": namespace, "title": "", "text": text});
+        parse_record(value, &Origin::file("test"), &ParseOptions::default()).expect("record")
+    }
+
+    #[test]
+    fn a_namespace_counts_its_live_records_only() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let store = Store::init(&dir.path().join("s")).expect("init");
+        let mut embedder = HashEmbedder::new(DIM);
+        let wait = std::time::Duration::from_secs(5);
+        let mut records = vec![
+            note("b1", "bob", "parser bug"),
+            note("b2", "bob", "parser rewrite done"),
+            note("b3", "bob", "zebra"),
+        ];
+        records.extend((0..5).map(|i| note(&format!("a{i}"), "alice", "parser parser")));
+        store.add(records, Some(&mut embedder), wait).expect("add");
+        // Replacing b2 leaves a deleted copy in the index: not counted.
+        store
+            .add(
+                vec![note("b2", "bob", "parser rewrite")],
+                Some(&mut embedder),
+                wait,
+            )
+            .expect("replace");
+        let searcher = store.reader().expect("reader").searcher();
+        let fields = store.fields();
+        let docs = NamespaceDocs::new(&searcher, fields.namespace, "bob").expect("docs");
+        let stats = NamespaceStats::new(&searcher, Arc::new(docs));
+        let term = |t: &str| Term::from_field_text(fields.content, t);
+        assert_eq!(stats.total_num_docs().expect("docs"), 3);
+        // 5 alice postings, 2 of bob's: the namespace's list is walked.
+        assert_eq!(stats.doc_freq(&term("parser")).expect("df"), 2);
+        // 1 posting: the term's list is walked.
+        assert_eq!(stats.doc_freq(&term("zebra")).expect("df"), 1);
+        assert_eq!(
+            stats.doc_freq(&term("done")).expect("df"),
+            0,
+            "deleted copy"
+        );
+        // parser bug (2) + parser rewrite (2) + zebra (1).
+        assert_eq!(stats.total_num_tokens(fields.content).expect("tokens"), 5);
+        let empty = NamespaceDocs::new(&searcher, fields.namespace, "carol").expect("docs");
+        let empty = NamespaceStats::new(&searcher, Arc::new(empty));
+        assert_eq!(empty.total_num_docs().expect("docs"), 1, "never 0");
+        assert_eq!(empty.doc_freq(&term("parser")).expect("df"), 0);
+    }
+}
