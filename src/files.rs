@@ -13,12 +13,35 @@
 //!
 //! Large files streamed to disk (vector files, graphs, archive files, exports)
 //! follow the same steps with their own writers and [`sync_dir`].
+//!
+//! A file named after a session takes [`session_stem`]: the hooks write them,
+//! `forget` finds them again by it.
 
 use std::fs;
 use std::io::Write;
 use std::path::Path;
 
 use crate::error::{Error, Result};
+
+/// The file-name stem of a session's files (the hooks' state, queue, recall
+/// and capture files): the id itself when it is a safe file name, else a hash
+/// of it, so that no session id can name a path outside its folder.
+pub fn session_stem(session_id: &str) -> String {
+    let safe = !session_id.is_empty()
+        && session_id.len() <= 128
+        && session_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !session_id.starts_with('.');
+    if safe {
+        session_id.to_string()
+    } else {
+        format!(
+            "session-{:016x}",
+            xxhash_rust::xxh3::xxh3_64(session_id.as_bytes())
+        )
+    }
+}
 
 /// How far a replaced file is guaranteed once [`replace`] returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,6 +198,16 @@ pub fn dir_size(dir: &Path) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_stem_is_the_id_when_safe_and_a_hash_otherwise() {
+        assert_eq!(session_stem("a1-b_2.c"), "a1-b_2.c");
+        for unsafe_id in ["../x", ".hidden", "", "a/b", &"x".repeat(129)] {
+            let stem = session_stem(unsafe_id);
+            assert!(stem.starts_with("session-") && stem.len() == 24, "{stem}");
+        }
+        assert_ne!(session_stem("a/b"), session_stem("a/c"));
+    }
 
     #[test]
     fn replace_writes_whole_files_creates_folders_and_leaves_no_temporary() {

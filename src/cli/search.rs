@@ -62,7 +62,10 @@ pub(super) fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result
     filters.project = match (&args.project, args.all_projects) {
         (_, true) => None,
         (Some(dir), false) => Some(knowledge_db::record::project::project_of(dir)),
-        (None, false) => engine.default_project(knowledge_db::record::project::current())?,
+        (None, false) => engine.default_project(
+            knowledge_db::record::project::current(),
+            filters.namespace.as_deref(),
+        )?,
     };
     if let Some(path) = &args.queries {
         let queries = read_queries(path)?;

@@ -254,7 +254,7 @@ impl MemoryService {
             Some(dir) => Some(crate::record::project::project_of(std::path::Path::new(
                 dir,
             ))),
-            None => engine.default_project(self.current_project.clone())?,
+            None => engine.default_project(self.current_project.clone(), namespace.as_deref())?,
         };
         let filters = Filters {
             namespace,

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use tantivy::query::{EnableScoring, Query};
+use tantivy::query::{Bm25StatisticsProvider, EnableScoring, Query};
 use tantivy::schema::IndexRecordOption;
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{DocAddress, DocId, DocSet, Searcher, Term, TERMINATED};
@@ -77,13 +77,18 @@ impl QuerySignals {
     }
 }
 
-/// The IDF of each of `terms` in `searcher`'s `field`, as BM25 weighs them.
-pub fn term_idfs(searcher: &Searcher, field: tantivy::schema::Field, terms: &[String]) -> Vec<f32> {
-    let docs = searcher.num_docs();
+/// The IDF of each of `terms` in `field`, as BM25 weighs them with `stats`
+/// (a searcher: its live records; or one namespace's, see `super::scope`).
+pub fn term_idfs(
+    stats: &dyn Bm25StatisticsProvider,
+    docs: u64,
+    field: tantivy::schema::Field,
+    terms: &[String],
+) -> Vec<f32> {
     terms
         .iter()
         .map(|t| {
-            let df = searcher
+            let df = stats
                 .doc_freq(&Term::from_field_text(field, t))
                 .unwrap_or(0)
                 .min(docs);
@@ -141,10 +146,11 @@ pub fn union(bm25: &[(f32, DocAddress)], vector: &[(f32, DocAddress)]) -> Vec<Ca
     out
 }
 
-/// The exact BM25 score of `text_query` for each candidate BM25 did not return
-/// (0 for a record that matches none of its terms).
+/// The exact BM25 score of `text_query` (with `stats`) for each candidate
+/// BM25 did not return (0 for a record that matches none of its terms).
 pub fn fill_bm25(
     searcher: &Searcher,
+    stats: &dyn Bm25StatisticsProvider,
     text_query: &dyn Query,
     candidates: &mut [Candidate],
 ) -> Result<()> {
@@ -157,24 +163,28 @@ pub fn fill_bm25(
     let docs: Vec<DocAddress> = missing.iter().map(|&i| candidates[i].doc).collect();
     for (i, score) in missing
         .into_iter()
-        .zip(scores_at(searcher, text_query, &docs)?)
+        .zip(scores_at(searcher, stats, text_query, &docs)?)
     {
         candidates[i].bm25 = score.unwrap_or(0.0);
     }
     Ok(())
 }
 
-/// The score `query` gives each of `docs`, `None` where it does not match:
-/// one scorer per segment, moved forward through that segment's docs in order.
+/// The score `query` gives each of `docs` with `stats`, `None` where it does
+/// not match: one scorer per segment, moved forward through that segment's
+/// docs in order.
 pub fn scores_at(
     searcher: &Searcher,
+    stats: &dyn Bm25StatisticsProvider,
     query: &dyn Query,
     docs: &[DocAddress],
 ) -> Result<Vec<Option<f32>>> {
     let mut out = vec![None; docs.len()];
     let mut sorted: Vec<(DocAddress, usize)> = docs.iter().copied().zip(0..).collect();
     sorted.sort_by_key(|(doc, _)| *doc);
-    let weight = query.weight(EnableScoring::enabled_from_searcher(searcher))?;
+    let weight = query.weight(EnableScoring::enabled_from_statistics_provider(
+        stats, searcher,
+    ))?;
     let mut start = 0;
     while start < sorted.len() {
         let segment_ord = sorted[start].0.segment_ord;

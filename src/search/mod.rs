@@ -26,13 +26,13 @@ mod query;
 mod rank;
 pub mod relevance;
 mod response;
+mod scope;
 pub mod tiers;
 mod vector_side;
 
 use serde::Serialize;
 use tantivy::query::{Query, TermQuery};
 use tantivy::schema::IndexRecordOption;
-use tantivy::snippet::SnippetGenerator;
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{DocAddress, Searcher, TantivyDocument, Term};
 
@@ -51,7 +51,7 @@ pub use query::MAX_QUERY_TERMS;
 pub(crate) use response::{hit, SNIPPET_CHARS};
 pub use response::{Hit, ScoreParts, SearchResponse, MAX_DUPLICATE_IDS};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use vector_side::VectorSide;
 
 /// Which retrievers rank the results.
@@ -126,7 +126,12 @@ pub struct SearchEngine {
     vectors: Option<VectorSide>,
     /// Why there is no vector side, when there is none.
     vector_unavailable: String,
+    /// The live records of each namespace searched so far (see [`scope`]).
+    namespaces: Mutex<HashMap<String, Arc<scope::NamespaceDocs>>>,
 }
+
+/// Namespaces whose records an engine keeps listed; past it the list starts over.
+const MAX_CACHED_NAMESPACES: usize = 64;
 
 impl SearchEngine {
     /// A BM25-only engine.
@@ -148,6 +153,7 @@ impl SearchEngine {
             max_query_bytes: store.config().limits.max_query_bytes,
             vectors: None,
             vector_unavailable: "unavailable: no embedding model loaded".into(),
+            namespaces: Mutex::new(HashMap::new()),
         })
     }
 
@@ -225,7 +231,14 @@ impl SearchEngine {
     ) -> Result<Vec<batch::RankedId>> {
         self.check_query(query)?;
         let terms = self.query_terms(query);
-        let ranking = self.ranked(query, &terms, &*self.text_query(&terms), k, filters, rank)?;
+        let stats = self.statistics(filters)?;
+        let text_query = self.text_query_over(&terms, &stats);
+        let text = rank::TextSide {
+            terms: &terms,
+            query: &*text_query,
+            stats: &stats,
+        };
+        let ranking = self.ranked(query, text, k, filters, rank)?;
         ranking
             .hits
             .into_iter()
@@ -259,11 +272,21 @@ impl SearchEngine {
         let started = std::time::Instant::now();
         self.check_query(query)?;
         let terms = self.query_terms(query);
-        let text_query = self.text_query(&terms);
-        let ranking = self.ranked(query, &terms, &*text_query, k, filters, rank)?;
-        let mut snippets =
-            SnippetGenerator::create(&self.searcher, &*text_query, self.fields.content)?;
-        snippets.set_max_num_chars(SNIPPET_CHARS);
+        let stats = self.statistics(filters)?;
+        let text_query = self.text_query_over(&terms, &stats);
+        let text = rank::TextSide {
+            terms: &terms,
+            query: &*text_query,
+            stats: &stats,
+        };
+        let ranking = self.ranked(query, text, k, filters, rank)?;
+        let snippets = scope::snippet_generator(
+            &self.searcher,
+            &*text_query,
+            self.fields.content,
+            &stats,
+            SNIPPET_CHARS,
+        )?;
         let mut results = Vec::with_capacity(ranking.hits.len());
         for (i, ranked) in ranking.hits.iter().enumerate() {
             let doc: TantivyDocument = self.searcher.doc(ranked.fused.doc)?;
@@ -315,6 +338,40 @@ impl SearchEngine {
         crate::store::access::log(&self.root, &ids);
     }
 
+    /// The BM25 statistics a search under `filters` ranks with: those of
+    /// its namespace when it has one (see [`scope`]), else the whole index's.
+    pub(crate) fn statistics(&self, filters: &Filters) -> Result<scope::Statistics<'_>> {
+        let Some(namespace) = &filters.namespace else {
+            return Ok(scope::Statistics::Index(&self.searcher));
+        };
+        let cached = self
+            .namespaces
+            .lock()
+            .ok()
+            .and_then(|m| m.get(namespace).cloned());
+        let docs = match cached {
+            Some(docs) => docs,
+            None => {
+                let docs = Arc::new(scope::NamespaceDocs::new(
+                    &self.searcher,
+                    self.fields.namespace,
+                    namespace,
+                )?);
+                if let Ok(mut m) = self.namespaces.lock() {
+                    if m.len() >= MAX_CACHED_NAMESPACES {
+                        m.clear();
+                    }
+                    m.insert(namespace.clone(), Arc::clone(&docs));
+                }
+                docs
+            }
+        };
+        Ok(scope::Statistics::Namespace(scope::NamespaceStats::new(
+            &self.searcher,
+            docs,
+        )))
+    }
+
     /// The store folder, the L2 searcher and its fields (for the archive tier).
     pub(crate) fn parts(&self) -> (&std::path::Path, &Searcher, &IndexFields) {
         (&self.root, &self.searcher, &self.fields)
@@ -328,13 +385,23 @@ impl SearchEngine {
     /// The project a search scopes to by default: `current` when this store
     /// holds records of it, else none (every project), so that a store
     /// without projects, or a folder the agents never worked in, searches
-    /// everything rather than nothing.
-    pub fn default_project(&self, current: Option<String>) -> Result<Option<String>> {
+    /// everything rather than nothing. With a `namespace`, only its records
+    /// count: whether another namespace worked in the project changes nothing.
+    pub fn default_project(
+        &self,
+        current: Option<String>,
+        namespace: Option<&str>,
+    ) -> Result<Option<String>> {
         let Some(project) = current else {
             return Ok(None);
         };
         let term = Term::from_field_text(self.fields.project, &project);
-        let held = self.count(&TermQuery::new(term, IndexRecordOption::Basic))?;
+        let scope = Filters {
+            namespace: namespace.map(str::to_string),
+            ..Filters::default()
+        };
+        let held =
+            self.count(&*self.filtered(&TermQuery::new(term, IndexRecordOption::Basic), &scope))?;
         Ok((held > 0).then_some(project))
     }
 

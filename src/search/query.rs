@@ -57,14 +57,8 @@ impl SearchEngine {
     }
 
     /// Every term in every text field, with the field's boost; scores add up.
-    /// On a large store, terms most records contain are only scored, not
-    /// searched for (see [`SearchEngine::text_query_over`]).
-    pub(crate) fn text_query(&self, terms: &[String]) -> Box<dyn Query> {
-        self.text_query_over(terms, &self.searcher)
-    }
-
-    /// The text query with document frequencies from `stats` (one index, or L2
-    /// and L3 together).
+    /// Document frequencies come from `stats` (one index, one namespace of
+    /// it, or L2 and L3 together).
     ///
     /// Agents search with sentences ("now I'll write a failing test for the
     /// parser"), and on a store of a million records the words most of them
@@ -140,16 +134,21 @@ impl SearchEngine {
         clauses
     }
 
+    /// The best `k` records for the text query under the filters, scored
+    /// with `stats`.
     pub(super) fn top_docs(
         &self,
         text_query: &dyn Query,
         filters: &Filters,
         k: usize,
+        stats: &dyn Bm25StatisticsProvider,
     ) -> Result<Vec<(f32, DocAddress)>> {
         let query = self.filtered(text_query, filters);
-        Ok(self
-            .searcher
-            .search(&*query, &TopDocs::with_limit(k.max(1)).order_by_score())?)
+        Ok(self.searcher.search_with_statistics_provider(
+            &*query,
+            &TopDocs::with_limit(k.max(1)).order_by_score(),
+            stats,
+        )?)
     }
 
     /// The text query restricted by the filters, which do not change scores.

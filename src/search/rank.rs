@@ -15,6 +15,7 @@ use tantivy::schema::Field;
 use tantivy::{DocAddress, TantivyDocument};
 
 use super::fusion::{self, Fusion};
+use super::scope::Statistics;
 use super::{
     candidates, dates, dedup, default_min_score, everyday, neighbours, relevance, Filters, Mode,
     RankOptions, SearchEngine,
@@ -41,6 +42,15 @@ pub(super) struct RankedHit {
     pub weak: bool,
 }
 
+/// The BM25 half of a search: the query's terms, the text query over them,
+/// and the statistics it is scored with (the index's or a namespace's).
+#[derive(Clone, Copy)]
+pub(super) struct TextSide<'a> {
+    pub terms: &'a [String],
+    pub query: &'a dyn Query,
+    pub stats: &'a Statistics<'a>,
+}
+
 /// The hits of one search, and what the minimum score left out.
 pub(super) struct Ranking {
     pub hits: Vec<RankedHit>,
@@ -59,12 +69,16 @@ impl SearchEngine {
     pub(super) fn ranked(
         &self,
         query: &str,
-        terms: &[String],
-        text_query: &dyn Query,
+        text: TextSide<'_>,
         k: usize,
         filters: &Filters,
         rank: &RankOptions,
     ) -> Result<Ranking> {
+        let TextSide {
+            terms,
+            query: text_query,
+            stats,
+        } = text;
         let vector_side = match (rank.mode, &self.vectors) {
             (Mode::Bm25, _) => None,
             (_, Some(side)) => Some(side),
@@ -91,7 +105,11 @@ impl SearchEngine {
                 };
                 (Vec::new(), top, v)
             }
-            (_, None) => (self.top_docs(text_query, filters, depth)?, Vec::new(), None),
+            (_, None) => (
+                self.top_docs(text_query, filters, depth, stats)?,
+                Vec::new(),
+                None,
+            ),
             // Both retrievers: the query embedding and the vector search run on a
             // second thread while BM25 runs here, so hybrid costs the slower of
             // the two, not their sum.
@@ -104,7 +122,7 @@ impl SearchEngine {
                     };
                     Ok((top, v))
                 });
-                let bm25 = self.top_docs(text_query, filters, depth);
+                let bm25 = self.top_docs(text_query, filters, depth, stats);
                 // A panic there is a bug; re-raise it as if it happened here.
                 let vector = vector
                     .join()
@@ -122,14 +140,14 @@ impl SearchEngine {
                 _ => relevance::Sides::Bm25,
             };
             if hybrid {
-                candidates::fill_bm25(&self.searcher, text_query, &mut pool)?;
+                candidates::fill_bm25(&self.searcher, stats, text_query, &mut pool)?;
             }
             if let (Some(side), Some(v)) = (vector_side, &query_vector) {
                 self.fill_cosines(side, v, &mut pool)?;
             }
             self.mark_identifiers(query, &mut pool)?;
             self.mark_dates(query, &mut pool)?;
-            let idfs = self.question_weights(terms);
+            let idfs = self.question_weights(terms, stats);
             if hybrid {
                 self.mark_coverage(terms, &idfs, &mut pool)?;
             }
@@ -149,6 +167,16 @@ impl SearchEngine {
                 .total_cmp(&scores[a])
                 .then(pool[a].doc.cmp(&pool[b].doc))
         });
+        // Equal scores are ordered by id, not by where the records happen to
+        // be stored: a merge of segments, or another namespace's records
+        // written in between, must not reorder them.
+        if order.windows(2).any(|w| scores[w[0]] == scores[w[1]]) {
+            let ids: Vec<String> = pool
+                .iter()
+                .map(|c| self.id_of(c.doc))
+                .collect::<Result<_>>()?;
+            order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(ids[a].cmp(&ids[b])));
+        }
         let docs: Vec<DocAddress> = order.iter().map(|&i| pool[i].doc).collect();
         let hashes = self.text_hashes(&docs)?;
         let vectors = match vector_side {
@@ -321,8 +349,10 @@ impl SearchEngine {
 
     /// What each query term weighs in coverage and in the normalised BM25
     /// score: its IDF, an everyday word's capped (see [`everyday`]).
-    fn question_weights(&self, terms: &[String]) -> Vec<f32> {
-        let idfs = candidates::term_idfs(&self.searcher, self.fields.content, terms);
+    /// Taken from `stats`: a search in one namespace weighs its words by
+    /// that namespace's records alone.
+    fn question_weights(&self, terms: &[String], stats: &Statistics<'_>) -> Vec<f32> {
+        let idfs = candidates::term_idfs(stats, stats.live_docs(), self.fields.content, terms);
         everyday::question_weights(terms, &idfs)
     }
 
@@ -355,9 +385,10 @@ impl SearchEngine {
     ) -> Result<(candidates::QuerySignals, Vec<candidates::Candidate>)> {
         self.check_query(query)?;
         let terms = self.query_terms(query);
-        let text_query = self.text_query(&terms);
-        let idfs = self.question_weights(&terms);
-        let bm25 = self.top_docs(&*text_query, filters, depth)?;
+        let stats = self.statistics(filters)?;
+        let text_query = self.text_query_over(&terms, &stats);
+        let idfs = self.question_weights(&terms, &stats);
+        let bm25 = self.top_docs(&*text_query, filters, depth, &stats)?;
         let (vector, query_vector) = match &self.vectors {
             Some(side) => {
                 let v = self.query_vector(side, query)?;
@@ -370,7 +401,7 @@ impl SearchEngine {
             None => (Vec::new(), None),
         };
         let mut pool = candidates::union(&bm25, &vector);
-        candidates::fill_bm25(&self.searcher, &*text_query, &mut pool)?;
+        candidates::fill_bm25(&self.searcher, &stats, &*text_query, &mut pool)?;
         if let (Some(side), Some(v)) = (&self.vectors, &query_vector) {
             self.fill_cosines(side, v, &mut pool)?;
         }

@@ -20,18 +20,18 @@ use std::collections::HashMap;
 use tantivy::collector::TopDocs;
 use tantivy::query::Bm25StatisticsProvider;
 use tantivy::schema::Field;
-use tantivy::snippet::SnippetGenerator;
 use tantivy::{DocAddress, Searcher, TantivyDocument, Term};
 
 use super::fusion::Fused;
+use super::scope::{snippet_generator, NamespaceDocs, NamespaceStats, Statistics};
 use super::{hit, Filters, SearchEngine, SearchResponse, TierFilter, SNIPPET_CHARS};
 use crate::archive::l3::{location_of, L3Index};
 use crate::archive::{entry_in, frame, Archive, Entry, Location};
 use crate::error::Result;
 use crate::record::Record;
 
-/// BM25 statistics of several indexes taken together.
-struct Combined<'a>(Vec<&'a Searcher>);
+/// BM25 statistics of several indexes (or of one namespace in each) taken together.
+struct Combined<'a>(Vec<Statistics<'a>>);
 
 impl Bm25StatisticsProvider for Combined<'_> {
     fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
@@ -67,12 +67,19 @@ pub fn search(
         None => None,
     };
     let with_l2 = filters.tier == TierFilter::All;
-    let mut sources: Vec<&Searcher> = Vec::new();
+    let mut sources: Vec<Statistics> = Vec::new();
     if with_l2 {
-        sources.push(l2);
+        sources.push(engine.statistics(filters)?);
     }
-    if let Some(s) = &l3_searcher {
-        sources.push(s);
+    if let (Some(s), Some(index)) = (&l3_searcher, &l3) {
+        // Within one namespace, the archive counts for its records only too.
+        sources.push(match &filters.namespace {
+            Some(ns) => Statistics::Namespace(NamespaceStats::new(
+                s,
+                std::sync::Arc::new(NamespaceDocs::new(s, index.fields().namespace, ns)?),
+            )),
+            None => Statistics::Index(s),
+        });
     }
     let stats = Combined(sources);
     let terms = engine.query_terms(query);
@@ -93,15 +100,13 @@ pub fn search(
     candidates.sort_by(|a, b| b.0.total_cmp(&a.0));
 
     let lookup = crate::index::lookup::IdLookup::new(l2, fields)?;
-    let mut l2_snippets = SnippetGenerator::create(l2, &*text_query, fields.content)?;
-    l2_snippets.set_max_num_chars(SNIPPET_CHARS);
-    let mut l3_snippets = match &l3_searcher {
-        Some(s) => Some(SnippetGenerator::create(s, &*text_query, fields.content)?),
+    let snippets_of =
+        |s: &Searcher| snippet_generator(s, &*text_query, fields.content, &stats, SNIPPET_CHARS);
+    let l2_snippets = snippets_of(l2)?;
+    let l3_snippets = match &l3_searcher {
+        Some(s) => Some(snippets_of(s)?),
         None => None,
     };
-    if let Some(g) = &mut l3_snippets {
-        g.set_max_num_chars(SNIPPET_CHARS);
-    }
     let mut frames = FrameCache::new(&archive);
     let mut results = Vec::new();
     for (score, archived, address) in candidates {

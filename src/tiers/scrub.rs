@@ -193,26 +193,6 @@ fn scrub_archive(
     Ok((records, files, segments))
 }
 
-/// The file-name stem the hooks give a session's files (as
-/// `integrations::hooks::HookFiles::stem`: the id when it is a safe file
-/// name, else a hash of it).
-fn hook_stem(session_id: &str) -> String {
-    let safe = !session_id.is_empty()
-        && session_id.len() <= 128
-        && session_id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        && !session_id.starts_with('.');
-    if safe {
-        session_id.to_string()
-    } else {
-        format!(
-            "session-{:016x}",
-            xxhash_rust::xxh3::xxh3_64(session_id.as_bytes())
-        )
-    }
-}
-
 /// The files under `hooks/` (and its deferred captures) and `ingest/` that
 /// belong to a forgotten session: named after it, or holding its id or its
 /// transcript's name. Removed unless `dry_run`; their paths, relative to the
@@ -225,7 +205,7 @@ fn forgotten_files(root: &Path, dry_run: bool) -> Result<Vec<String>> {
     let sessions: Vec<(String, &String)> = tombstones
         .sessions
         .keys()
-        .map(|id| (hook_stem(id), id))
+        .map(|id| (crate::files::session_stem(id), id))
         .collect();
     let mut out = Vec::new();
     for dir in ["hooks", "hooks/capture-pending", "ingest"] {

@@ -34,22 +34,10 @@ impl HookFiles {
         }
     }
 
-    /// A file name safe for any session id (others are hashed).
+    /// A file name safe for any session id (others are hashed): see
+    /// [`crate::files::session_stem`].
     pub fn stem(session_id: &str) -> String {
-        let safe = !session_id.is_empty()
-            && session_id.len() <= 128
-            && session_id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-            && !session_id.starts_with('.');
-        if safe {
-            session_id.to_string()
-        } else {
-            format!(
-                "session-{:016x}",
-                xxhash_rust::xxh3::xxh3_64(session_id.as_bytes())
-            )
-        }
+        crate::files::session_stem(session_id)
     }
 
     /// The session's state file, `<session>.json`.
