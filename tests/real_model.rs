@@ -8,9 +8,55 @@ use common::{samples, shared_eval, TestStore};
 use knowledge_db::embed::{Embedder, ModelLocation, OnnxEmbedder, Workload};
 use knowledge_db::vectors::dot::dot;
 
+/// The model itself: never the vector cache `./test.sh` turns on for the
+/// evaluations below, so these tests check what the model computes.
 fn model() -> OnnxEmbedder {
     OnnxEmbedder::load(&ModelLocation::locate(), Workload::Batches)
         .unwrap_or_else(|e| panic!("{e} (./test.sh runs scripts/setup-model.sh first)"))
+        .without_cache()
+}
+
+/// The vector cache (issue 40) hands back exactly what the model computed for
+/// the same text, and a damaged cache is recomputed, never trusted.
+#[test]
+fn the_vector_cache_returns_what_the_model_computed() {
+    let root = tempfile::tempdir().unwrap();
+    let location = ModelLocation::locate();
+    let cached = || model().with_cache(&location, root.path()).unwrap();
+    let texts = [
+        "users kept getting signed out",
+        "the refresh token expired before the request",
+    ];
+    let reference = model().embed(&texts).unwrap();
+
+    let mut first = cached();
+    assert_eq!(first.cache().unwrap().len(), 0);
+    let computed = first.embed(&texts).unwrap();
+    let same = |a: &[Vec<f32>]| a.iter().zip(&reference).all(|(x, y)| dot(x, y) > 0.99999);
+    assert!(same(&computed), "a miss is the model's own vector");
+    drop(first);
+
+    let mut second = cached();
+    assert_eq!(second.cache().unwrap().len(), texts.len());
+    assert_eq!(
+        second.embed(&texts).unwrap(),
+        computed,
+        "read back bit for bit"
+    );
+    let dir = second.cache().unwrap().dir().to_path_buf();
+    drop(second);
+
+    // A changed bit in every pack: nothing is read, the model computes again.
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x01;
+        std::fs::write(&path, bytes).unwrap();
+    }
+    let mut third = cached();
+    assert_eq!(third.cache().unwrap().len(), 0);
+    assert!(same(&third.embed(&texts).unwrap()));
 }
 
 #[test]

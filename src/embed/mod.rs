@@ -10,6 +10,7 @@
 //! [`HashEmbedder`] is a small deterministic stand-in for unit tests of ranking
 //! logic; it is never used by the command line.
 
+pub mod cache;
 mod onnx;
 pub mod text;
 

@@ -21,7 +21,28 @@ use ort::session::Session;
 use ort::value::Tensor;
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
+use super::cache::{model_key, EmbedCache};
 use super::{normalize, EmbedError, Embedder, ModelLocation, BATCH, DIM, MAX_TOKENS, MODEL_ID};
+
+/// What, besides the model and tokenizer files, decides a vector: the cache's
+/// key includes it, so changing pooling, normalisation or truncation here (bump
+/// the version) never reads vectors made the old way.
+const RECIPE: &str =
+    "all-MiniLM-L6-v2;mean-pool of real tokens;unit length;max 256 tokens;dim 384;v1";
+
+/// The files whose bytes decide the vectors of `files`' model: both forms of
+/// the graph (either may be loaded) and the tokenizer.
+fn cache_inputs(dir: &Path, files: &ModelFiles) -> Vec<PathBuf> {
+    [
+        files.onnx,
+        files.ort,
+        "tokenizer.json",
+        "tokenizer_config.json",
+    ]
+    .iter()
+    .map(|name| dir.join(name))
+    .collect()
+}
 
 /// What the loaded model will mostly do, which decides how its session is built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +65,8 @@ pub struct OnnxEmbedder {
     tokenizer: Tokenizer,
     wants_token_types: bool,
     draft: bool,
+    /// Vectors computed before, when `KNOWLEDGE_DB_EMBED_CACHE` is set.
+    cache: Option<EmbedCache>,
 }
 
 /// The files of one of the two models: the fp32 graph every stored vector
@@ -148,13 +171,43 @@ impl OnnxEmbedder {
             .inputs()
             .iter()
             .any(|input| input.name() == "token_type_ids");
+        let cache = EmbedCache::from_env(|| model_key(&cache_inputs(dir, files), RECIPE), DIM);
         Ok(OnnxEmbedder {
             session,
             _model: model,
             tokenizer,
             wants_token_types,
             draft: files.draft,
+            cache,
         })
+    }
+
+    /// The same embedder reading and writing the vector cache under `root`
+    /// (see [`super::cache`]) instead of the one `KNOWLEDGE_DB_EMBED_CACHE` names.
+    pub fn with_cache(
+        mut self,
+        location: &ModelLocation,
+        root: &Path,
+    ) -> Result<OnnxEmbedder, EmbedError> {
+        let files = if self.draft { &DRAFT } else { &FULL };
+        let dir = &location.model_dir;
+        let cache = model_key(&cache_inputs(dir, files), RECIPE)
+            .and_then(|key| EmbedCache::open(root, key, DIM))
+            .map_err(|e| model_error(root, e))?;
+        self.cache = Some(cache);
+        Ok(self)
+    }
+
+    /// The same embedder without a vector cache: every vector comes from the
+    /// model (tests of the model itself use it).
+    pub fn without_cache(mut self) -> OnnxEmbedder {
+        self.cache = None;
+        self
+    }
+
+    /// The cache this embedder reads and writes, if any.
+    pub fn cache(&self) -> Option<&EmbedCache> {
+        self.cache.as_ref()
     }
 
     fn embed_batch(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
@@ -357,6 +410,38 @@ impl Embedder for OnnxEmbedder {
     }
 
     fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let Some(mut cache) = self.cache.take() else {
+            return self.embed_uncached(texts);
+        };
+        let mut vectors = vec![Vec::new(); texts.len()];
+        let mut missing = Vec::new();
+        for (i, text) in texts.iter().enumerate() {
+            match cache.get(text) {
+                Some(vector) => vectors[i] = vector.to_vec(),
+                None => missing.push(i),
+            }
+        }
+        let missing_texts: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
+        let computed = if missing_texts.is_empty() {
+            Ok(Vec::new())
+        } else {
+            self.embed_uncached(&missing_texts)
+        };
+        let filled = computed.map(|computed| {
+            for (&i, vector) in missing.iter().zip(computed) {
+                cache.insert(texts[i], &vector);
+                vectors[i] = vector;
+            }
+            vectors
+        });
+        self.cache = Some(cache);
+        filled
+    }
+}
+
+impl OnnxEmbedder {
+    /// [`Embedder::embed`] by the model, without the cache.
+    fn embed_uncached(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut vectors = vec![Vec::new(); texts.len()];
         for batch in batches_by_length(texts) {
             let batch_texts: Vec<&str> = batch.iter().map(|&i| texts[i]).collect();
