@@ -196,6 +196,16 @@ struct Sessions {
     count: usize,
 }
 
+impl Sessions {
+    /// Claude Code's id of a session claude-mem knows by `own` (itself when unmapped).
+    fn claude_id(&self, own: &str) -> String {
+        self.to_claude
+            .get(own)
+            .cloned()
+            .unwrap_or_else(|| own.to_string())
+    }
+}
+
 fn session_ids(
     connection: &rusqlite::Connection,
     tables: &BTreeMap<String, BTreeSet<String>>,
@@ -227,6 +237,22 @@ fn session_ids(
         }
     }
     Ok(out)
+}
+
+/// Files read, then files changed, each once, in the order first named.
+fn key_files(read: &[String], changed: &[String]) -> Vec<String> {
+    let mut files: Vec<String> = Vec::new();
+    for f in read.iter().chain(changed) {
+        if !files.contains(f) {
+            files.push(f.clone());
+        }
+    }
+    files
+}
+
+/// A row's project: a project merged into another is known by the one it joined.
+fn project(row: &Map<String, Value>) -> Option<String> {
+    text(row, "merged_into_project").or_else(|| text(row, "project"))
 }
 
 fn text(row: &Map<String, Value>, key: &str) -> Option<String> {
@@ -360,22 +386,10 @@ fn observation(
     if content.is_empty() {
         content.push(topic.clone());
     }
-    let mut key_files: Vec<String> = Vec::new();
-    for f in files_read.iter().chain(&files_modified) {
-        if !key_files.contains(f) {
-            key_files.push(f.clone());
-        }
-    }
+    let key_files = key_files(&files_read, &files_modified);
     let own_session = text(row, session_column);
-    let session = own_session.as_ref().map(|s| {
-        sessions
-            .to_claude
-            .get(s)
-            .cloned()
-            .unwrap_or_else(|| s.clone())
-    });
-    // A project merged into another is known by the one it joined.
-    let project = text(row, "merged_into_project").or_else(|| text(row, "project"));
+    let session = own_session.as_ref().map(|s| sessions.claude_id(s));
+    let project = project(row);
     let source_id = format!("obs:{id}");
     let mut value = json!({
         "kind": "segment",
@@ -430,22 +444,10 @@ fn summary(
     .collect();
     let files_read = list(file, "session_summaries", row, "files_read")?;
     let files_edited = list(file, "session_summaries", row, "files_edited")?;
-    let mut key_files: Vec<String> = Vec::new();
-    for f in files_read.iter().chain(&files_edited) {
-        if !key_files.contains(f) {
-            key_files.push(f.clone());
-        }
-    }
+    let key_files = key_files(&files_read, &files_edited);
     let own_session = text(row, session_column);
-    let session = own_session.as_ref().map(|s| {
-        sessions
-            .to_claude
-            .get(s)
-            .cloned()
-            .unwrap_or_else(|| s.clone())
-    });
-    // A project merged into another is known by the one it joined.
-    let project = text(row, "merged_into_project").or_else(|| text(row, "project"));
+    let session = own_session.as_ref().map(|s| sessions.claude_id(s));
+    let project = project(row);
     let topic = text(row, "request")
         .map(|r| {
             format!(
