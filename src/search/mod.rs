@@ -229,16 +229,8 @@ impl SearchEngine {
         filters: &Filters,
         rank: &RankOptions,
     ) -> Result<Vec<batch::RankedId>> {
-        self.check_query(query)?;
-        let terms = self.query_terms(query);
-        let stats = self.statistics(filters)?;
-        let text_query = self.text_query_over(&terms, &stats);
-        let text = rank::TextSide {
-            terms: &terms,
-            query: &*text_query,
-            stats: &stats,
-        };
-        let ranking = self.ranked(query, text, k, filters, rank)?;
+        let plan = self.text_plan(query, filters)?;
+        let ranking = self.ranked(query, plan.side(), k, filters, rank)?;
         ranking
             .hits
             .into_iter()
@@ -270,21 +262,13 @@ impl SearchEngine {
             return Ok(response);
         }
         let started = std::time::Instant::now();
-        self.check_query(query)?;
-        let terms = self.query_terms(query);
-        let stats = self.statistics(filters)?;
-        let text_query = self.text_query_over(&terms, &stats);
-        let text = rank::TextSide {
-            terms: &terms,
-            query: &*text_query,
-            stats: &stats,
-        };
-        let ranking = self.ranked(query, text, k, filters, rank)?;
+        let plan = self.text_plan(query, filters)?;
+        let ranking = self.ranked(query, plan.side(), k, filters, rank)?;
         let snippets = scope::snippet_generator(
             &self.searcher,
-            &*text_query,
+            &*plan.query,
             self.fields.content,
-            &stats,
+            &plan.stats,
             SNIPPET_CHARS,
         )?;
         let mut results = Vec::with_capacity(ranking.hits.len());
@@ -304,7 +288,7 @@ impl SearchEngine {
         } else if let Some(best) = ranking.best_score {
             Some(nothing_relevant(best, ranking.min_score) + &held_by_none(&unknown_words))
         } else {
-            Some(self.explain_empty(&terms, &*text_query, filters)?)
+            Some(self.explain_empty(&plan.terms, &*plan.query, filters)?)
         };
         let uses_vectors = rank.mode != Mode::Bm25 && self.vectors.is_some();
         let response = SearchResponse {

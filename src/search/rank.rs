@@ -51,6 +51,41 @@ pub(super) struct TextSide<'a> {
     pub stats: &'a Statistics<'a>,
 }
 
+/// A query's BM25 half, owned: its terms, the statistics it is scored with
+/// and the text query over them; [`TextPlan::side`] lends it as a [`TextSide`].
+pub(super) struct TextPlan<'e> {
+    pub terms: Vec<String>,
+    pub stats: Statistics<'e>,
+    pub query: Box<dyn Query>,
+}
+
+impl TextPlan<'_> {
+    /// The plan, borrowed as the ranking takes it.
+    pub fn side(&self) -> TextSide<'_> {
+        TextSide {
+            terms: &self.terms,
+            query: &*self.query,
+            stats: &self.stats,
+        }
+    }
+}
+
+impl SearchEngine {
+    /// Checks `query`, then builds its BM25 half scored with the statistics
+    /// of the records `filters` keep (a namespace's, or the index's).
+    pub(super) fn text_plan(&self, query: &str, filters: &Filters) -> Result<TextPlan<'_>> {
+        self.check_query(query)?;
+        let terms = self.query_terms(query);
+        let stats = self.statistics(filters)?;
+        let query = self.text_query_over(&terms, &stats);
+        Ok(TextPlan {
+            terms,
+            stats,
+            query,
+        })
+    }
+}
+
 /// The hits of one search, and what the minimum score left out.
 pub(super) struct Ranking {
     pub hits: Vec<RankedHit>,
@@ -383,10 +418,11 @@ impl SearchEngine {
         filters: &Filters,
         depth: usize,
     ) -> Result<(candidates::QuerySignals, Vec<candidates::Candidate>)> {
-        self.check_query(query)?;
-        let terms = self.query_terms(query);
-        let stats = self.statistics(filters)?;
-        let text_query = self.text_query_over(&terms, &stats);
+        let TextPlan {
+            terms,
+            stats,
+            query: text_query,
+        } = self.text_plan(query, filters)?;
         let idfs = self.question_weights(&terms, &stats);
         let bm25 = self.top_docs(&*text_query, filters, depth, &stats)?;
         let (vector, query_vector) = match &self.vectors {
