@@ -442,3 +442,36 @@ fn stop_before_the_transcript_is_written_is_quiet_and_stores_nothing() {
     let stats = store.json(&["stats"]);
     assert_eq!(stats["records"], 0, "{stats}");
 }
+
+/// The same for `PostToolUse` and `PreCompact`, whose hook fired before the
+/// transcript existed in the real Claude Code's compaction test once the
+/// hook binary got faster: they log no error, and the session's first later
+/// call reads the whole file.
+#[test]
+fn tool_and_compact_hooks_before_the_transcript_is_written_are_quiet() {
+    let store = TestStore::new();
+    let missing = store.dir.path().join("not-yet-written.jsonl");
+    for (event, command) in [
+        ("PostToolUse", "post-tool-use"),
+        ("PreCompact", "pre-compact"),
+    ] {
+        let input = hook_input(event, "early-hooks", &missing, json!({}));
+        store
+            .cmd()
+            .args(["hook", command])
+            .write_stdin(input)
+            .assert()
+            .success();
+    }
+    let log = store.path().join("hooks/hooks.log");
+    let logged = fs::read_to_string(&log).unwrap_or_default();
+    assert!(!logged.contains("error"), "{logged}");
+    // Once written, the next call reads it from the start.
+    fs::write(&missing, sample_bytes("tasks-session.jsonl")).expect("write transcript");
+    let report = post_tool_use(&store, &post_tool_use_input("early-hooks", &missing), &[]);
+    assert_eq!(report["read"]["start_offset"], 0, "{report}");
+    assert!(
+        report["read"]["messages"].as_u64().unwrap_or(0) > 0,
+        "{report}"
+    );
+}

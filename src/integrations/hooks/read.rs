@@ -42,6 +42,15 @@ pub struct ReadReport {
     pub left_for_next_call: u64,
 }
 
+/// Claude Code can fire a hook before it has written the session's
+/// transcript (Stop, PostToolUse and PreCompact, seen in tests/claude/): a
+/// file missing from a folder that is there is not written yet, and the next
+/// call reads all it gained. A missing folder is a wrong path, and the read
+/// reports it.
+fn not_written_yet(transcript: &Path) -> bool {
+    !transcript.exists() && transcript.parent().is_some_and(Path::is_dir)
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -84,6 +93,9 @@ pub fn update_state(
     };
     if let Some(cwd) = &input.cwd {
         state.cwd = Some(cwd.display().to_string());
+    }
+    if not_written_yet(transcript) {
+        return Ok((state, report));
     }
     let (mut file, len) = crate::bounded::open_regular(transcript)?;
     if state.offset > 0
