@@ -102,7 +102,9 @@ function buildStore() {
     const out = kdb(["hook", "pre-compact"], JSON.stringify(hook));
     assert.equal(out.status, 0, out.stderr);
   }
-  const broken = { session_id: "broken-session", transcript_path: join(folder, "gone.jsonl"), hook_event_name: "PostToolUse", tool_name: "Bash" };
+  // A transcript in a folder that does not exist is an error the log keeps (a
+  // missing file in a folder that does is only not written yet).
+  const broken = { session_id: "broken-session", transcript_path: join(folder, "gone", "gone.jsonl"), hook_event_name: "PostToolUse", tool_name: "Bash" };
   kdb(["hook", "post-tool-use"], JSON.stringify(broken));
   assert.equal(kdb(["verify"]).status, 0);
 }
