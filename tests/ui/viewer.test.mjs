@@ -282,7 +282,10 @@ test("search: hits with their score parts, and the abstention", { skip: SKIP }, 
 
   // Nothing relevant: the abstention says so with the best score, and names
   // the words no record holds.
-  await page.goto(`${readOnly.url}#/search?q=${encodeURIComponent("zqxjv wombat kazoo")}`);
+  const nothing = "zqxjv wombat kazoo";
+  await page.goto(`${readOnly.url}#/search?q=${encodeURIComponent(nothing)}`);
+  // A hash change keeps the page: wait for this query's answer, not the last one's.
+  await answered({ q: nothing });
   await page.waitForSelector("[data-testid=search-summary]");
   const summary = await page.locator("[data-testid=search-summary]").innerText();
   assert.match(summary, /No results/);
