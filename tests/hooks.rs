@@ -422,6 +422,24 @@ fn pre_compact_block_comes_back_once_after_compaction() {
     assert_eq!(q["compressed"], json!([]));
 }
 
+/// Runs `hook COMMAND` with EVENT's input for SESSION; it must exit 0.
+fn run_hook(store: &TestStore, event: &str, command: &str, session: &str, transcript: &Path) {
+    let input = hook_input(event, session, transcript, json!({}));
+    store
+        .cmd()
+        .args(["hook", command])
+        .write_stdin(input)
+        .assert()
+        .success();
+}
+
+/// The hooks' log holds no error line.
+fn assert_no_hook_error(store: &TestStore) {
+    let log = store.path().join("hooks/hooks.log");
+    let logged = fs::read_to_string(&log).unwrap_or_default();
+    assert!(!logged.contains("error"), "{logged}");
+}
+
 /// Claude Code 2.1.328 can fire `Stop` before it has written a short
 /// session's transcript (seen in tests/claude/): that is not an error, and
 /// nothing is stored until the file is there.
@@ -429,16 +447,8 @@ fn pre_compact_block_comes_back_once_after_compaction() {
 fn stop_before_the_transcript_is_written_is_quiet_and_stores_nothing() {
     let store = TestStore::new();
     let missing = store.dir.path().join("not-yet-written.jsonl");
-    let input = hook_input("Stop", "early-stop", &missing, json!({}));
-    store
-        .cmd()
-        .args(["hook", "stop"])
-        .write_stdin(input)
-        .assert()
-        .success();
-    let log = store.path().join("hooks/hooks.log");
-    let logged = fs::read_to_string(&log).unwrap_or_default();
-    assert!(!logged.contains("error"), "{logged}");
+    run_hook(&store, "Stop", "stop", "early-stop", &missing);
+    assert_no_hook_error(&store);
     let stats = store.json(&["stats"]);
     assert_eq!(stats["records"], 0, "{stats}");
 }
@@ -455,17 +465,9 @@ fn tool_and_compact_hooks_before_the_transcript_is_written_are_quiet() {
         ("PostToolUse", "post-tool-use"),
         ("PreCompact", "pre-compact"),
     ] {
-        let input = hook_input(event, "early-hooks", &missing, json!({}));
-        store
-            .cmd()
-            .args(["hook", command])
-            .write_stdin(input)
-            .assert()
-            .success();
+        run_hook(&store, event, command, "early-hooks", &missing);
     }
-    let log = store.path().join("hooks/hooks.log");
-    let logged = fs::read_to_string(&log).unwrap_or_default();
-    assert!(!logged.contains("error"), "{logged}");
+    assert_no_hook_error(&store);
     // Once written, the next call reads it from the start.
     fs::write(&missing, sample_bytes("tasks-session.jsonl")).expect("write transcript");
     let report = post_tool_use(&store, &post_tool_use_input("early-hooks", &missing), &[]);
