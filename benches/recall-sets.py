@@ -5,6 +5,7 @@ session whose cwd is the answer session's, on a store of the dev sessions;
 then the first-day pairs, each on a store of its one session.
 
   benches/recall-sets.py --bin target/release/knowledge-db --store S [--part tune|check|all]
+                         [--sets agent-questions,paraphrase,paraphrase-hard] [--misses]
                          [--first-day-work DIR]
 
 S: a store of the dev sessions, e.g.
@@ -60,6 +61,10 @@ def main():
     p.add_argument("--part", default="tune", choices=["tune", "check", "all"])
     p.add_argument("--list", default=os.path.join(ROOT, "dev-sets/agent-questions/transcripts.txt"))
     p.add_argument("--first-day-work", help="keep the one-session stores here (default: a temp folder)")
+    p.add_argument("--sets", default="agent-questions,paraphrase,paraphrase-hard",
+                   help="question sets of dev-sets/ to ask, comma-separated")
+    p.add_argument("--misses", action="store_true",
+                   help="for each question whose answer was not injected, print where plain search ranks it")
     a = p.parse_args()
     base = os.path.dirname(a.list)
     cwd_of = {}
@@ -73,7 +78,7 @@ def main():
                 cwd_of[sid] = cwd
     default_cwd = statistics.mode(list(cwd_of.values()))
     seconds, report = [], {}
-    for name in ("agent-questions", "paraphrase"):
+    for name in a.sets.split(","):
         folder = os.path.join(ROOT, "dev-sets", name)
         answers = {}
         with open(os.path.join(folder, "qrels", "sessions.tsv")) as f:
@@ -92,6 +97,8 @@ def main():
             seconds.append(t)
             key = f"{name}:{md.get('kind', '?')}"
             hit = any(m.get("session_id") in sids for m in memories)
+            if a.misses and not hit:
+                print(f"  missed {q['_id']} ({key}): {where_search_ranks(a, q['text'], sids)}: {q['text'][:90]}")
             report.setdefault(key, [0, 0])
             report[key][0] += hit
             report[key][1] += 1
@@ -109,6 +116,20 @@ def main():
     seconds.sort()
     print(f"hook wall time p50 {seconds[len(seconds) // 2]:.3f} s, p95 {seconds[int(len(seconds) * 0.95)]:.3f} s")
     first_day(a)
+
+
+def where_search_ranks(a, text, sids):
+    """The answer session's best rank and score in plain `search -k 30 --all`."""
+    out = subprocess.run([a.bin, "--store", a.store, "search", text, "-k", "30", "--all", "--json",
+                          "--all-namespaces", "--all-projects"], capture_output=True, text=True)
+    try:
+        hits = json.loads(out.stdout)["results"]
+    except ValueError:
+        return "search failed"
+    for rank, h in enumerate(hits, 1):
+        if h.get("session_id") in sids:
+            return f"search rank {rank}, score {h.get('score', 0):.2f}"
+    return "not in search's top 30"
 
 
 def first_day(a):
