@@ -429,7 +429,10 @@ impl<'a> Fit<'a> {
     /// Works up from the least important priority until `room` is met: first
     /// the level's tool outputs become placeholders, then its groups go, oldest
     /// first; the step that crosses `room` is cut to land on it when dropping
-    /// would leave more than `slack` unused.
+    /// would leave more than `slack` unused. A group that can be neither (a
+    /// tool call whose output is already a placeholder) is kept while the
+    /// groups after it are tried, and dropped only if none of them can land
+    /// the prompt: dropping it at once left up to its whole size unused.
     fn run(&mut self, room: usize, slack: usize) {
         let groups = prioritized_groups(&self.messages, &self.priorities);
         let mut levels: Vec<Priority> = groups
@@ -439,6 +442,7 @@ impl<'a> Fit<'a> {
             .collect();
         levels.sort_unstable_by(|a, b| b.cmp(a));
         levels.dedup();
+        let mut deferred = Vec::new();
         for level in levels {
             let at_level: Vec<(usize, usize)> = groups
                 .iter()
@@ -457,8 +461,30 @@ impl<'a> Fit<'a> {
                 if self.used <= room {
                     return;
                 }
-                self.drop_or_cut(first, last, room, slack);
+                // While a less important group waits, this one may only be
+                // cut to land on `room`: dropping it would break the order.
+                if !deferred.is_empty() && self.cut_group(first, last, self.used - room) {
+                    return;
+                }
+                self.drop_all(&mut deferred, room);
+                if self.used <= room {
+                    return;
+                }
+                if !self.drop_or_cut(first, last, room, slack) {
+                    deferred.push((first, last));
+                }
             }
+        }
+        self.drop_all(&mut deferred, room);
+    }
+
+    /// Drops the waiting groups, least important first, until `room` is met.
+    fn drop_all(&mut self, deferred: &mut Vec<(usize, usize)>, room: usize) {
+        for (first, last) in deferred.drain(..) {
+            if self.used <= room {
+                return;
+            }
+            self.drop(first, last);
         }
     }
 
@@ -474,17 +500,24 @@ impl<'a> Fit<'a> {
     }
 
     /// Drops the group `first..=last`, unless that would leave more than
-    /// `slack` unused: then its largest messages are cut just enough.
-    fn drop_or_cut(&mut self, first: usize, last: usize, room: usize, slack: usize) {
+    /// `slack` unused: then its largest messages are cut just enough. Returns
+    /// false, changing nothing, when dropping would leave more than `slack`
+    /// unused and cutting cannot save enough.
+    fn drop_or_cut(&mut self, first: usize, last: usize, room: usize, slack: usize) -> bool {
         let over = self.used - room;
         let group: usize = self.tokens[first..=last].iter().sum();
-        if group > over && group - over > slack && self.cut_group(first, last, over) {
-            return;
+        if group > over && group - over > slack {
+            return self.cut_group(first, last, over);
         }
+        self.drop(first, last);
+        true
+    }
+
+    fn drop(&mut self, first: usize, last: usize) {
         for i in first..=last {
             self.dropped[i] = true;
         }
-        self.used -= group;
+        self.used -= self.tokens[first..=last].iter().sum::<usize>();
     }
 
     /// Cuts the group's largest messages until `over` tokens are saved; all or nothing.
