@@ -440,6 +440,34 @@ fn assert_no_hook_error(store: &TestStore) {
     assert!(!logged.contains("error"), "{logged}");
 }
 
+/// A transcript path whose folder does not exist is a wrong path, not a
+/// transcript still to be written: `Stop` and `SessionEnd` log it as an
+/// error, as `PostToolUse` does, exit 0 and store nothing.
+#[test]
+fn stop_with_a_transcript_in_a_missing_folder_logs_the_error() {
+    let store = TestStore::new();
+    for (command, session) in [("stop", "s-stop"), ("session-end", "s-end")] {
+        let input = format!(
+            "{{\"session_id\": \"{session}\", \"transcript_path\": \"/nonexistent/{session}.jsonl\"}}"
+        );
+        let out = store
+            .cmd()
+            .args(["hook", command])
+            .write_stdin(input)
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(0), "{command}");
+        let log = fs::read_to_string(store.path().join("hooks/hooks.log")).expect("log");
+        assert!(
+            log.contains(&format!("{command} session={session} error"))
+                && log.contains(&format!("/nonexistent/{session}.jsonl")),
+            "{log}"
+        );
+    }
+    let stats = store.json(&["stats"]);
+    assert_eq!(stats["records"], 0, "{stats}");
+}
+
 /// Claude Code 2.1.328 can fire `Stop` before it has written a short
 /// session's transcript (seen in tests/claude/): that is not an error, and
 /// nothing is stored until the file is there.

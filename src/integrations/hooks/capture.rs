@@ -88,13 +88,14 @@ pub fn stop(
 /// Whether the session's transcript is there to read. Claude Code 2.1.328
 /// can fire `Stop` before it has written a short `-p` session's transcript
 /// (seen in the real-client tests): nothing is stored yet then, and the next
-/// `Stop` or `SessionEnd` reads all the file gained. No path at all is the
-/// caller's error, reported where the path is read.
+/// `Stop` or `SessionEnd` reads all the file gained. A missing folder, or no
+/// path at all, is the caller's error, reported where the path is read, as
+/// the other hooks do ([`super::read::not_written_yet`]).
 fn transcript_written(input: &HookInput) -> bool {
     input
         .transcript_path
         .as_deref()
-        .is_none_or(std::path::Path::exists)
+        .is_none_or(|path| !super::read::not_written_yet(path))
 }
 
 /// Stores what the session's transcript gained, unless capture is off;

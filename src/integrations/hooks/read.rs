@@ -47,7 +47,7 @@ pub struct ReadReport {
 /// file missing from a folder that is there is not written yet, and the next
 /// call reads all it gained. A missing folder is a wrong path, and the read
 /// reports it.
-fn not_written_yet(transcript: &Path) -> bool {
+pub(super) fn not_written_yet(transcript: &Path) -> bool {
     !transcript.exists() && transcript.parent().is_some_and(Path::is_dir)
 }
 
