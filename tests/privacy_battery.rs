@@ -11,6 +11,8 @@ mod battery;
 mod battery_audit;
 #[path = "common/battery_code.rs"]
 mod battery_code;
+#[path = "common/battery_shapes.rs"]
+mod battery_shapes;
 #[path = "common/secrets.rs"]
 mod secrets;
 
@@ -211,6 +213,9 @@ fn lookalikes(rng: &mut Rng) -> Vec<(&'static str, String)> {
         ("timings and counts", "secretScan: 12.5ms\ntokens: 48213\nTokenUsage: input=1200 output=340".to_string()),
         ("password prompt prose", "The password is stored as a bcrypt hash; the token is valid for one hour and the key is rotated weekly.".to_string()),
         ("jq and shell expressions", "TOKEN=$(jq -r '.access_token' creds.json)\ncurl -H \"Authorization: Bearer $TOKEN\" \"$API\"".to_string()),
+        ("passing tests and pass counts", "test result: ok. 42 passed; 0 failed\npass: true\ntests_pass = 12\nfirst_pass: done\nThe test pass is flaky on CI".to_string()),
+        ("elements and key/values about secrets", "<password>${env.DB_PASSWORD}</password>\n<token>changeme</token>\n<secret>Hidden</secret>\n<passwordPolicy>strict</passwordPolicy>\n<add key=\"PasswordMinLength\" value=\"12\" />\n{\"name\": \"TOKEN_TTL\", \"value\": \"3600s\"}".to_string()),
+        ("prose about passwords and tokens", "set the secret to expire in 30 days\nuse Docker as the runtime and keep the token short\nhash the password with sha256 first\nwe use redis7 as the token store".to_string()),
         ("Claude thinking signature", format!("{{\"type\":\"thinking\",\"thinking\":\"check the config\",\"signature\":\"EqQBCkYIBRgCKkB{}\"}}", b64(rng, 200))),
     ]
 }

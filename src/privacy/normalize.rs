@@ -164,9 +164,26 @@ fn broken_breaks(text: &str) -> Vec<Range<usize>> {
                 .iter()
                 .find(|b| s[at..].starts_with(**b))
                 .map_or(1, |b| b.len());
-            Some(m.start() + at..m.start() + at + len)
+            let rest = &s[at + len..];
+            let next_line = &rest[..rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+                .unwrap_or(rest.len())];
+            looks_like_a_token(next_line).then(|| m.start() + at..m.start() + at + len)
         })
         .collect()
+}
+
+/// Whether the start of the line after a vendor token goes on with it, or
+/// is a word of the next line (`next`, `Use`, `JSON`: letters of one case, or
+/// a capitalised word, ten at most). A complete token at the end of a line
+/// followed by prose is common, and joining them cost the word after it. A
+/// wrapped token's rest is random: mixed case, digits or `_-`, or longer.
+fn looks_like_a_token(run: &str) -> bool {
+    let letters = run.chars().all(|c| c.is_ascii_alphabetic());
+    let lower = run.chars().skip(1).all(|c| c.is_ascii_lowercase());
+    let upper = run.chars().all(|c| c.is_ascii_uppercase());
+    let word = letters && run.len() <= 10 && (lower || upper);
+    !run.is_empty() && !word
 }
 
 #[cfg(test)]
@@ -186,21 +203,32 @@ mod tests {
         assert_eq!(seen(r#"a\\\\\\\"b\\\\nc"#), "a\"b\nc");
         assert_eq!(seen("ghp_ab\u{200B}cd"), "ghp_abcd");
         assert_eq!(
-            seen("token ghp_abcdef\nghijk rest"),
-            "token ghp_abcdefghijk rest"
+            seen("token ghp_abcdef\ngh1jk rest"),
+            "token ghp_abcdefgh1jk rest"
         );
-        assert_eq!(seen("ghp_abcdef\\nghijk"), "ghp_abcdefghijk");
+        assert_eq!(seen("ghp_abcdef\\ngh1jk"), "ghp_abcdefgh1jk");
         assert!(view("plain text, one \\\"level\\\" of escaping").is_none());
         assert!(view("line one\nline two").is_none());
     }
 
     #[test]
+    fn a_word_after_a_token_on_the_next_line_is_not_joined_to_it() {
+        // A complete token, then prose: the next line's first word stays.
+        assert!(view("ghp_abcdef0123\nnext line").is_none());
+        assert!(view("ghp_abcdef0123\nUse this one").is_none());
+        assert!(view("ghp_abcdef0123\\nJSON follows").is_none());
+        // A wrapped token's random rest is joined.
+        assert_eq!(seen("ghp_abcdef\nx9Yq2 rest"), "ghp_abcdefx9Yq2 rest");
+        assert_eq!(seen("ghp_abcdef\nqWeRtYuI rest"), "ghp_abcdefqWeRtYuI rest");
+    }
+
+    #[test]
     fn spans_map_back_to_the_original_bytes() {
-        let text = "x ghp_ab\u{200B}cd\ney";
+        let text = "x ghp_ab\u{200B}cd\ne9";
         let v = view(text).unwrap();
         let at = v.text.find("ghp_").unwrap();
-        let span = at..at + "ghp_abcdey".len();
-        assert_eq!(&v.text[span.clone()], "ghp_abcdey");
-        assert_eq!(&text[v.original(&span)], "ghp_ab\u{200B}cd\ney");
+        let span = at..at + "ghp_abcde9".len();
+        assert_eq!(&v.text[span.clone()], "ghp_abcde9");
+        assert_eq!(&text[v.original(&span)], "ghp_ab\u{200B}cd\ne9");
     }
 }

@@ -89,8 +89,11 @@ const GENERAL_RULES: &[(&str, u8)] = &[
     ("piped-password", 1),
     ("command-password", 1),
     ("vendor-token", 1),
+    ("secret-tag", 1),
+    ("secret-key-value", 1),
     ("password-in-prose", 2),
     ("secret-in-prose", 2),
+    ("password-as", 2),
     ("generic-api-key", 2),
     ("secret-assignment", 3),
 ];

@@ -483,3 +483,24 @@ proptest! {
         prop_assert_eq!(out.text.as_ref(), text.as_str());
     }
 }
+
+/// A complete token at the end of a line, then prose: the next line's first
+/// word stays. (The view that joins a token broken across lines once took it
+/// for the token's rest: `ghp_…\nnext` lost "next", and a next line that was
+/// a token of its own was swallowed under the first one's name.)
+#[test]
+fn a_token_at_the_end_of_a_line_keeps_the_next_word() {
+    let ghp = format!("ghp_{}", fake(ALNUM, 36, 7));
+    for (text, kept) in [
+        (format!("{ghp}\nnext we rotate it"), "\nnext we rotate it"),
+        (format!("key: {ghp}\nUse the new one"), "\nUse the new one"),
+        (
+            format!("{{\"t\":\"{ghp}\\nJSON follows\"}}"),
+            "\\nJSON follows",
+        ),
+    ] {
+        let out = redacted(&text);
+        assert!(out.contains(kept), "{out:?}");
+        assert!(!out.contains(&ghp[4..]), "{out:?}");
+    }
+}
