@@ -216,6 +216,8 @@ fn lookalikes(rng: &mut Rng) -> Vec<(&'static str, String)> {
         ("passing tests and pass counts", "test result: ok. 42 passed; 0 failed\npass: true\ntests_pass = 12\nfirst_pass: done\nThe test pass is flaky on CI".to_string()),
         ("elements and key/values about secrets", "<password>${env.DB_PASSWORD}</password>\n<token>changeme</token>\n<secret>Hidden</secret>\n<passwordPolicy>strict</passwordPolicy>\n<add key=\"PasswordMinLength\" value=\"12\" />\n{\"name\": \"TOKEN_TTL\", \"value\": \"3600s\"}".to_string()),
         ("prose about passwords and tokens", "set the secret to expire in 30 days\nuse Docker as the runtime and keep the token short\nhash the password with sha256 first\nwe use redis7 as the token store".to_string()),
+        ("secrets in code by reference", "os.environ[\"API_KEY\"] = os.getenv(\"KEY\")\nkey = os.getenv(\"API_KEY\", \"default\")\nconfig[\"password\"] = None\nt(\"password\", \"Password\")\nlocalStorage.setItem(\"token\", token)\nclient.password(password).build()\nsettings.set(\"secret_name\", \"prod/db\")".to_string()),
+        ("prompts and config set without a secret", "[sudo] password for dev: Reading package lists... Done\nnpm config set registry https://registry.npmjs.org/\ngit config --global user.name ann".to_string()),
         ("Claude thinking signature", format!("{{\"type\":\"thinking\",\"thinking\":\"check the config\",\"signature\":\"EqQBCkYIBRgCKkB{}\"}}", b64(rng, 200))),
     ]
 }

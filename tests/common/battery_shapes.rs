@@ -3,7 +3,9 @@
 //! that end in PASS, secrets held in XML elements and in key/value configs,
 //! passwords of letters and digits after "password" in prose, "pass is",
 //! "secret is", "set the password to …" unquoted, "use … as the password",
-//! and the word for password in other languages.
+//! the word for password in other languages, secrets set in code by subscript,
+//! call or setter, password prompts with what was typed, `config set` of a
+//! token, YAML env lists and `creds:`.
 #![allow(dead_code)]
 
 use crate::battery::Case;
@@ -146,5 +148,70 @@ pub fn cases(rng: &mut Rng, out: &mut Vec<Case>) {
         &["password-assignment"],
         s.clone(),
         format!("identifiant : admin\nmot de passe : {s}"),
+    );
+    let s = password(rng, 14);
+    add(
+        "os.environ subscript",
+        &["secret-in-code"],
+        s.clone(),
+        format!("os.environ[\"DB_PASSWORD\"] = \"{s}\""),
+    );
+    let s = alnum(rng, 32);
+    add(
+        "config subscript, single quotes",
+        &["secret-in-code"],
+        s.clone(),
+        format!("config['api_key'] = '{s}'"),
+    );
+    let s = password(rng, 14);
+    add(
+        "os.Setenv",
+        &["secret-in-code"],
+        s.clone(),
+        format!("os.Setenv(\"DB_PASSWORD\", \"{s}\")"),
+    );
+    let s = alnum(rng, 32);
+    add(
+        "std::env::set_var",
+        &["secret-in-code"],
+        s.clone(),
+        format!("std::env::set_var(\"OPENAI_TOKEN\", \"{s}\");"),
+    );
+    let s = password(rng, 13);
+    add(
+        "a setter named after the secret",
+        &["secret-in-code"],
+        s.clone(),
+        format!("dataSource.setPassword(\"{s}\");"),
+    );
+    let s = password(rng, 13);
+    add(
+        "a builder's .password(…)",
+        &["secret-in-code"],
+        s.clone(),
+        format!("Client.builder().user(\"ann\").password(\"{s}\").build()"),
+    );
+    let s = alnum(rng, 12);
+    add(
+        "a password prompt and what was typed",
+        &["password-prompt"],
+        s.clone(),
+        format!("spawn ssh ann@db\nPassword for ann@db: {s}\nWelcome to Ubuntu"),
+    );
+    let s = alnum(rng, 36);
+    add(
+        "npm config set _authToken",
+        &["config-set-secret"],
+        s.clone(),
+        format!("npm config set //registry.npmjs.org/:_authToken {s}"),
+    );
+    let s = alnum(rng, 16);
+    add("Kubernetes env in YAML", &["secret-key-value"], s.clone(), format!("        env:\n          - name: DB_PASSWORD\n            value: \"{s}\"\n          - name: DB_USER\n            value: app"));
+    let s = password(rng, 12);
+    add(
+        "creds: user / password",
+        &[],
+        s.clone(),
+        format!("creds: ann / {s}"),
     );
 }
