@@ -12,7 +12,8 @@
 //!   joiner, soft hyphen, byte-order mark): taken out;
 //! - **a token broken across lines** (a terminal that wrapped it, a paste):
 //!   a line break inside a run of token characters that starts with a known
-//!   vendor prefix (`ghp_`, `sk-ant-`, `AKIA`, …) is taken out.
+//!   vendor prefix (`ghp_`, `sk-ant-`, `AKIA`, …) is taken out, unless what
+//!   follows it is a word of the next line.
 //!
 //! The rules then run over this view as well as over the text; what they find
 //! in the view is mapped back to the original bytes it came from, so the
