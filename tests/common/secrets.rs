@@ -175,7 +175,7 @@ pub fn planted(rng: &mut Rng) -> Vec<Planted> {
     };
 
     // gitleaks' aws-access-token needs a Shannon entropy over 3: about 1
-    // random key id in a few hundred falls under it and is not redacted (a
+    // random key id in 4,600 falls under it and is not redacted (a
     // known miss of the vendored rule, docs/privacy.md); the planted one is
     // drawn above it, so that this test fails only on a real regression.
     let s = loop {
