@@ -24,7 +24,7 @@ use tantivy::{DocAddress, Searcher, TantivyDocument, Term};
 
 use super::fusion::Fused;
 use super::scope::{snippet_generator, NamespaceDocs, NamespaceStats, Statistics};
-use super::{hit, Filters, SearchEngine, SearchResponse, TierFilter, SNIPPET_CHARS};
+use super::{hit, Filters, Hit, SearchEngine, SearchResponse, TierFilter, SNIPPET_CHARS};
 use crate::archive::l3::{location_of, L3Index};
 use crate::archive::{entry_in, frame, Archive, Entry, Location};
 use crate::error::Result;
@@ -137,6 +137,7 @@ pub fn search(
         };
         results.push(hit(results.len() + 1, &fused, record, snippets));
     }
+    in_id_order_within_ties(&mut results);
     let explanation = results.is_empty().then(|| {
         // Within one namespace, whether another namespace archived anything
         // is not told.
@@ -166,6 +167,17 @@ pub fn search(
         unknown_words: Vec::new(),
         took_ms: started.elapsed().as_secs_f64() * 1000.0,
     })
+}
+
+/// Hits of equal score in id order, ranks renumbered: the order tantivy
+/// returns ties in follows the segments' layout, which other namespaces'
+/// records change, and one namespace's answer must not.
+fn in_id_order_within_ties(results: &mut [Hit]) {
+    results.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+    for (i, hit) in results.iter_mut().enumerate() {
+        hit.rank = i + 1;
+        hit.scores.bm25_rank = Some(i + 1);
+    }
 }
 
 /// The archived record behind an L3 index hit, read from its frame.
