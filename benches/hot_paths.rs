@@ -1,6 +1,7 @@
 //! Criterion benchmarks of the hot paths: the code tokenizer and the analyzer
 //! (tokenizer + stemming), a BM25 query, the HNSW graph walk and the exact
-//! vector scan, score fusion, zstd archive frames and transcript parsing.
+//! vector scan, score fusion, zstd archive frames, transcript parsing, and the
+//! model's WordPiece tokenizer against Hugging Face's `tokenizers`.
 //!
 //! Run with `cargo bench --bench hot_paths` (not part of CI). The stores are
 //! built once per benchmark group with the deterministic test embedder, so the
@@ -113,6 +114,53 @@ fn transcript_file() -> PathBuf {
     largest.unwrap_or_else(|| {
         PathBuf::from("data-samples/transcripts/7c2e9f10-4b3a-4d8e-9a61-2f5c0d8e1b47.jsonl.gz")
     })
+}
+
+/// The model's WordPiece tokenizer (`src/embed/wordpiece.rs`) against the
+/// `tokenizers` crate it replaced, on the first 1,000 messages of the largest
+/// real session (each cut at 2,000 characters, as the embedder cuts them).
+/// Skipped when the model is not installed.
+fn wordpiece(c: &mut Criterion) {
+    let model = knowledge_db::embed::ModelLocation::locate().model_dir;
+    let path = model.join("tokenizer.json");
+    if !path.is_file() {
+        eprintln!("wordpiece: skipped, no model at {}", model.display());
+        return;
+    }
+    let path_of_session = transcript_file();
+    let bytes = transcript::read_bytes(&path_of_session).expect("transcript bytes");
+    let texts: Vec<String> =
+        transcript::read_slice(&path_of_session, &bytes, None, ReadFrom::default())
+            .expect("parse")
+            .messages
+            .iter()
+            .map(|m| m.text().chars().take(2_000).collect())
+            .take(1_000)
+            .collect();
+    let bytes: usize = texts.iter().map(String::len).sum();
+    let ours = knowledge_db::embed::wordpiece::WordPiece::from_file(&path, 256).unwrap();
+    let mut reference = tokenizers::Tokenizer::from_file(&path).unwrap();
+    reference.with_padding(None);
+    reference
+        .with_truncation(Some(tokenizers::TruncationParams {
+            max_length: 256,
+            ..Default::default()
+        }))
+        .unwrap();
+    let mut group = c.benchmark_group(format!("wordpiece, {} real embedding texts", texts.len()));
+    group.throughput(Throughput::Bytes(bytes as u64));
+    group.bench_function("ours (src/embed/wordpiece.rs)", |b| {
+        b.iter(|| texts.iter().map(|t| ours.encode(t).len()).sum::<usize>())
+    });
+    group.bench_function("tokenizers 0.23, one text at a time", |b| {
+        b.iter(|| {
+            texts
+                .iter()
+                .map(|t| reference.encode(t.as_str(), true).unwrap().len())
+                .sum::<usize>()
+        })
+    });
+    group.finish();
 }
 
 /// Tokens out of an analyzer (the count, so nothing is optimised away).
@@ -310,6 +358,6 @@ fn access_tracking(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(30).measurement_time(Duration::from_secs(3));
-    targets = tokenizer, analyze, transcript_parsing, archive_frames, fusion, search, access_tracking
+    targets = tokenizer, wordpiece, analyze, transcript_parsing, archive_frames, fusion, search, access_tracking
 }
 criterion_main!(benches);

@@ -13,6 +13,7 @@
 pub mod cache;
 mod onnx;
 pub mod text;
+pub mod wordpiece;
 
 use std::path::PathBuf;
 

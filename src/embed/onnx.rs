@@ -19,9 +19,9 @@ use memmap2::Mmap;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 use ort::value::Tensor;
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
 use super::cache::{model_key, EmbedCache};
+use super::wordpiece::WordPiece;
 use super::{normalize, EmbedError, Embedder, ModelLocation, BATCH, DIM, MAX_TOKENS, MODEL_ID};
 
 /// What, besides the model and tokenizer files, decides a vector: the cache's
@@ -62,7 +62,9 @@ pub struct OnnxEmbedder {
     // session reads its weights straight from the mapped file.
     session: Session,
     _model: Option<Mmap>,
-    tokenizer: Tokenizer,
+    tokenizer: WordPiece,
+    /// The id rows are padded with to the longest text of a batch.
+    pad_id: u32,
     wants_token_types: bool,
     draft: bool,
     /// Vectors computed before, when `KNOWLEDGE_DB_EMBED_CACHE` is set.
@@ -166,7 +168,7 @@ impl OnnxEmbedder {
                 .unwrap_or_else(|_| Err(model_error(dir, "the tokenizer loader panicked")));
             session.and_then(|session| Ok((session, tokenizer?)))
         });
-        let ((session, model), tokenizer) = loaded?;
+        let ((session, model), (tokenizer, pad_id)) = loaded?;
         let wants_token_types = session
             .inputs()
             .iter()
@@ -176,6 +178,7 @@ impl OnnxEmbedder {
             session,
             _model: model,
             tokenizer,
+            pad_id,
             wants_token_types,
             draft: files.draft,
             cache,
@@ -211,33 +214,28 @@ impl OnnxEmbedder {
     }
 
     fn embed_batch(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let encodings = self
-            .tokenizer
-            .encode_batch(texts.to_vec(), true)
-            .map_err(|e| EmbedError::Inference(format!("tokenizing: {e}")))?;
-        let width = encodings.first().map_or(0, |e| e.len());
+        let rows: Vec<Vec<u32>> = texts.iter().map(|t| self.tokenizer.encode(t)).collect();
+        let width = rows.iter().map(Vec::len).max().unwrap_or(0);
         if width == 0 {
             // Never for this tokenizer (it adds [CLS] and [SEP] to every text).
             return Err(EmbedError::Inference(
                 "the tokenizer produced no tokens".into(),
             ));
         }
+        // Padded to the longest row; the mask tells the model which are real.
         let cells = texts.len() * width;
-        let (mut ids, mut mask, mut types) = (
-            Vec::with_capacity(cells),
-            Vec::with_capacity(cells),
-            Vec::with_capacity(cells),
-        );
-        for encoding in &encodings {
-            ids.extend(encoding.get_ids().iter().map(|&x| i64::from(x)));
-            mask.extend(encoding.get_attention_mask().iter().map(|&x| i64::from(x)));
-            types.extend(encoding.get_type_ids().iter().map(|&x| i64::from(x)));
-        }
-        if ids.len() != cells {
-            return Err(EmbedError::Inference(
-                "the tokenizer returned rows of different lengths".into(),
+        let (mut ids, mut mask) = (Vec::with_capacity(cells), Vec::with_capacity(cells));
+        for row in &rows {
+            ids.extend(row.iter().map(|&x| i64::from(x)));
+            ids.extend(std::iter::repeat_n(
+                i64::from(self.pad_id),
+                width - row.len(),
             ));
+            mask.extend(std::iter::repeat_n(1i64, row.len()));
+            mask.extend(std::iter::repeat_n(0i64, width - row.len()));
         }
+        // One segment: every token type is 0.
+        let types = vec![0i64; cells];
         let shape = [texts.len(), width];
         let tensor = |data: Vec<i64>| {
             Tensor::from_array((shape, data)).map_err(|e| EmbedError::Inference(e.to_string()))
@@ -334,9 +332,9 @@ fn builder(
     builder.with_prepacking(batches).map_err(text)
 }
 
-/// `tokenizer.json` with the model's padding token, padding to the longest text of
-/// a batch and truncating at [`MAX_TOKENS`].
-fn load_tokenizer(dir: &Path) -> Result<Tokenizer, EmbedError> {
+/// The model's WordPiece tokenizer (its `tokenizer.json`), cutting texts at
+/// [`MAX_TOKENS`] or the model's own limit, and the id of its padding token.
+fn load_tokenizer(dir: &Path) -> Result<(WordPiece, u32), EmbedError> {
     let path = required(dir, "tokenizer.json")?;
     let config_path = required(dir, "tokenizer_config.json")?;
     let config: serde_json::Value = std::fs::read(&config_path)
@@ -351,26 +349,14 @@ fn load_tokenizer(dir: &Path) -> Result<Tokenizer, EmbedError> {
     let max_length = config["model_max_length"]
         .as_f64()
         .map_or(MAX_TOKENS, |n| MAX_TOKENS.min(n as usize));
-    let mut tokenizer = Tokenizer::from_file(&path).map_err(|e| model_error(&path, e))?;
+    let tokenizer = WordPiece::from_file(&path, max_length).map_err(|e| model_error(&path, e))?;
     let pad_id = tokenizer.token_to_id(&pad_token).ok_or_else(|| {
         model_error(
             &path,
             format!("padding token {pad_token:?} is not in the vocabulary"),
         )
     })?;
-    tokenizer.with_padding(Some(PaddingParams {
-        strategy: PaddingStrategy::BatchLongest,
-        pad_id,
-        pad_token,
-        ..Default::default()
-    }));
-    tokenizer
-        .with_truncation(Some(TruncationParams {
-            max_length,
-            ..Default::default()
-        }))
-        .map_err(|e| model_error(&path, e))?;
-    Ok(tokenizer)
+    Ok((tokenizer, pad_id))
 }
 
 /// The mean of each row's real-token states (`mask` 1), scaled to unit length.
