@@ -234,8 +234,6 @@ impl OnnxEmbedder {
             mask.extend(std::iter::repeat_n(1i64, row.len()));
             mask.extend(std::iter::repeat_n(0i64, width - row.len()));
         }
-        // One segment: every token type is 0.
-        let types = vec![0i64; cells];
         let shape = [texts.len(), width];
         let tensor = |data: Vec<i64>| {
             Tensor::from_array((shape, data)).map_err(|e| EmbedError::Inference(e.to_string()))
@@ -245,7 +243,8 @@ impl OnnxEmbedder {
             "attention_mask" => tensor(mask.clone())?,
         };
         if self.wants_token_types {
-            inputs.push(("token_type_ids".into(), tensor(types)?.into()));
+            // One segment: every token type is 0.
+            inputs.push(("token_type_ids".into(), tensor(vec![0; cells])?.into()));
         }
         let outputs = self
             .session

@@ -31,6 +31,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use unicode_categories::UnicodeCategories;
 use unicode_normalization_alignments::UnicodeNormalization;
 
@@ -38,8 +39,10 @@ use unicode_normalization_alignments::UnicodeNormalization;
 #[derive(Debug)]
 pub struct WordPiece {
     vocab: HashMap<String, u32>,
-    /// Special tokens matched literally in the text, longest first.
-    specials: Vec<(String, u32)>,
+    /// The special tokens, matched literally in the text in one pass
+    /// (leftmost, then longest, as `tokenizers` matches them), and their ids.
+    specials: AhoCorasick,
+    special_ids: Vec<u32>,
     normalizer: Normalizer,
     unk: u32,
     cls: u32,
@@ -95,8 +98,7 @@ impl WordPiece {
             Json::Object(map) => map
                 .iter()
                 .map(|(token, id)| {
-                    id.as_u64()
-                        .and_then(|id| u32::try_from(id).ok())
+                    as_id(id)
                         .map(|id| (token.clone(), id))
                         .ok_or_else(|| error("model.vocab", format!("{token:?} has no id")))
                 })
@@ -118,10 +120,11 @@ impl WordPiece {
         let normalizer = Normalizer::from_json(&json["normalizer"])?;
         expect_type(&json["pre_tokenizer"], "pre_tokenizer", "BertPreTokenizer")?;
         let (cls, sep) = frame(&json["post_processor"], &id_of)?;
-        let specials = specials(&json["added_tokens"])?;
+        let (specials, special_ids) = specials(&json["added_tokens"])?;
         Ok(WordPiece {
             vocab,
             specials,
+            special_ids,
             normalizer,
             unk,
             cls,
@@ -142,39 +145,34 @@ impl WordPiece {
         let room = self.max_len - 2;
         let mut ids = Vec::with_capacity(room.min(text.len() / 3 + 8) + 2);
         ids.push(self.cls);
-        let mut normalized = String::new();
-        let mut piece = String::new();
-        let mut rest = text;
-        while !rest.is_empty() && ids.len() <= room {
-            let (before, special, after) = self.next_special(rest);
-            self.normalizer.apply(before, &mut normalized);
-            for word in words(&normalized) {
-                self.word_pieces(word, &mut piece, &mut ids);
-                if ids.len() > room {
-                    break;
-                }
+        let mut scratch = (String::new(), String::new());
+        let mut from = 0;
+        for special in self.specials.find_iter(text) {
+            if ids.len() > room {
+                break;
             }
-            if let Some(id) = special {
-                ids.push(id);
-            }
-            rest = after;
+            self.plain(&text[from..special.start()], room, &mut scratch, &mut ids);
+            ids.push(self.special_ids[special.pattern().as_usize()]);
+            from = special.end();
+        }
+        if ids.len() <= room {
+            self.plain(&text[from..], room, &mut scratch, &mut ids);
         }
         ids.truncate(room + 1);
         ids.push(self.sep);
         ids
     }
 
-    /// The text before the first special token in `text`, that token's id, and
-    /// the text after it. Of specials starting at the same place, the longest.
-    fn next_special<'t>(&self, text: &'t str) -> (&'t str, Option<u32>, &'t str) {
-        let first = self
-            .specials
-            .iter()
-            .filter_map(|(token, id)| text.find(token.as_str()).map(|at| (at, token.len(), *id)))
-            .min_by_key(|&(at, len, _)| (at, std::cmp::Reverse(len)));
-        match first {
-            Some((at, len, id)) => (&text[..at], Some(id), &text[at + len..]),
-            None => (text, None, ""),
+    /// Appends the ids of `text`, which holds no special token, until `ids`
+    /// holds more than `room` (`scratch`: the normalised text and a piece).
+    fn plain(&self, text: &str, room: usize, scratch: &mut (String, String), ids: &mut Vec<u32>) {
+        let (normalized, piece) = scratch;
+        self.normalizer.apply(text, normalized);
+        for word in words(normalized) {
+            self.word_pieces(word, piece, ids);
+            if ids.len() > room {
+                break;
+            }
         }
     }
 
@@ -382,9 +380,7 @@ fn frame(
                 {
                     let id = |item: &Json| {
                         let token = special(item).unwrap_or_default();
-                        json["special_tokens"][token]["ids"][0]
-                            .as_u64()
-                            .and_then(|id| u32::try_from(id).ok())
+                        as_id(&json["special_tokens"][token]["ids"][0])
                             .map_or_else(|| id_of(field, token), Ok)
                     };
                     Ok((id(first)?, id(last)?))
@@ -402,12 +398,16 @@ fn frame(
     }
 }
 
-/// The added tokens, matched literally in the raw text, longest first.
-fn specials(json: &Json) -> Result<Vec<(String, u32)>, TokenizerError> {
-    let Some(list) = json.as_array() else {
-        return Ok(Vec::new());
-    };
-    let mut specials = Vec::with_capacity(list.len());
+/// An id: a whole number that fits in `u32`.
+fn as_id(json: &Json) -> Option<u32> {
+    json.as_u64().and_then(|id| u32::try_from(id).ok())
+}
+
+/// The added tokens, matched literally in the raw text, and their ids.
+fn specials(json: &Json) -> Result<(AhoCorasick, Vec<u32>), TokenizerError> {
+    let list = json.as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let mut contents = Vec::with_capacity(list.len());
+    let mut ids = Vec::with_capacity(list.len());
     for (i, token) in list.iter().enumerate() {
         let field = |name: &str| format!("added_tokens[{i}].{name}");
         for switch in ["normalized", "single_word", "lstrip", "rstrip"] {
@@ -419,14 +419,15 @@ fn specials(json: &Json) -> Result<Vec<(String, u32)>, TokenizerError> {
             .as_str()
             .filter(|c| !c.is_empty())
             .ok_or_else(|| error(&field("content"), "not a non-empty string"))?;
-        let id = token["id"]
-            .as_u64()
-            .and_then(|id| u32::try_from(id).ok())
-            .ok_or_else(|| error(&field("id"), "not an id"))?;
-        specials.push((content.to_string(), id));
+        let id = as_id(&token["id"]).ok_or_else(|| error(&field("id"), "not an id"))?;
+        contents.push(content);
+        ids.push(id);
     }
-    specials.sort_by_key(|(content, _)| std::cmp::Reverse(content.len()));
-    Ok(specials)
+    let automaton = AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostLongest)
+        .build(&contents)
+        .map_err(|e| error("added_tokens", e.to_string()))?;
+    Ok((automaton, ids))
 }
 
 #[cfg(test)]
@@ -435,6 +436,10 @@ mod tests {
     use serde_json::json;
 
     fn tiny() -> WordPiece {
+        WordPiece::from_json(&tiny_json(), 12).unwrap()
+    }
+
+    fn tiny_json() -> Json {
         let vocab: serde_json::Map<String, Json> = [
             "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##want", "##ed", "want", "runn",
             "##ing", ",", "!", "cafe", "hello", "a", "##b", "中",
@@ -451,7 +456,7 @@ mod tests {
                                   "single_word": false, "lstrip": false, "rstrip": false})
             })
             .collect();
-        let json = json!({
+        json!({
             "added_tokens": added,
             "normalizer": {"type": "BertNormalizer", "clean_text": true,
                            "handle_chinese_chars": true, "strip_accents": null, "lowercase": true},
@@ -464,8 +469,15 @@ mod tests {
                                    "[SEP]": {"id": "[SEP]", "ids": [3], "tokens": ["[SEP]"]}}},
             "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
                       "max_input_chars_per_word": 100, "vocab": vocab},
-        });
-        WordPiece::from_json(&json, 12).unwrap()
+        })
+    }
+
+    #[test]
+    fn without_added_tokens_special_looking_text_is_plain_text() {
+        let mut json = tiny_json();
+        json["added_tokens"] = json!([]);
+        let t = WordPiece::from_json(&json, 12).unwrap();
+        assert_eq!(t.encode("a[MASK]"), vec![2, 15, 1, 1, 1, 3]);
     }
 
     #[test]
