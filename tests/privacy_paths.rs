@@ -3,12 +3,21 @@
 //! in a real-format Claude Code session, go in through `ingest`, `add`, MCP
 //! `memory_add`, the Claude Code hooks (capture at Stop, the PostToolUse
 //! state, the PreCompact block, the prompt hook) and `evict`, and some of
-//! them on to the archive. None comes back from `export`, `get`, `search`
+//! them on to the archive, with the shapes the battery added in stop 46
+//! (`common/battery_shapes.rs`). None comes back from `export`, `get`, `search`
 //! (L2 and L3) or MCP, nor is found in any file of the store; `<private>`
 //! spans are gone; identifiers that only look like keys stay searchable.
 //! And `scrub` cleans a store written with redaction off, in both tiers,
 //! also when killed midway.
 
+#[path = "common/battery.rs"]
+mod battery;
+#[path = "common/battery_audit.rs"]
+mod battery_audit;
+#[path = "common/battery_code.rs"]
+mod battery_code;
+#[path = "common/battery_shapes.rs"]
+mod battery_shapes;
 mod common;
 #[path = "common/secrets.rs"]
 mod secrets;
@@ -181,12 +190,37 @@ fn records_file(store: &TestStore, planted: &[Planted], marker: &str) -> PathBuf
     store.write("notes.jsonl", (lines.join("\n") + "\n").as_bytes())
 }
 
+/// The battery's stop-46 shapes (`battery_shapes.rs`: `_PASS` names, XML
+/// elements, key/value configs, passwords in prose and other languages,
+/// secrets set in code, password prompts, `config set`) as planted secrets,
+/// so that they go through every write path too, not only through `redact`.
+fn planted_shapes(rng: &mut Rng) -> Vec<Planted> {
+    let mut cases = Vec::new();
+    battery_shapes::cases(rng, &mut cases);
+    cases
+        .into_iter()
+        .map(|case| {
+            // A shape any rule may take names no kind: "" (see the check below).
+            let (kind, also) = case.kinds.split_first().unwrap_or((&"", &[]));
+            let [secret] = <[String; 1]>::try_from(case.secrets).expect("one secret a shape");
+            Planted {
+                kind,
+                secret,
+                line: case.text,
+                place: "battery",
+                also,
+            }
+        })
+        .collect()
+}
+
 #[test]
 fn planted_secrets_never_come_back_from_any_write_path() {
     let store = TestStore::new();
     let mut rng = Rng::from_time();
     let seed = rng.seed;
-    let planted = secrets::planted(&mut rng);
+    let mut planted = secrets::planted(&mut rng);
+    planted.extend(planted_shapes(&mut rng));
     let marker = format!("Privet Drive {}", rng.between(100, 999));
 
     // ingest, then the session goes to the archive.
@@ -317,7 +351,7 @@ fn planted_secrets_never_come_back_from_any_write_path() {
     let given_back = everything_given_back(&store, &planted);
     assert_no_secret(&planted, &given_back, seed, "export, get, search or MCP");
     assert!(!given_back.contains(&marker), "a <private> span came back");
-    for p in &planted {
+    for p in planted.iter().filter(|p| !p.kind.is_empty()) {
         assert!(
             given_back.contains(&format!("[REDACTED {}]", p.kind))
                 || p.also
