@@ -91,6 +91,13 @@ const SEARCH_PARAMETERS = {
   type: "object",
   properties: {
     query: { type: "string", description: "Words, identifiers, file names, error codes, or a question." },
+    queries: {
+      type: "array",
+      items: { type: "string" },
+      maxItems: 7,
+      description:
+        "More phrasings of the same need, searched together with `query` and fused by rank: the user's words, the names you guess (commands, files, settings, errors), the effect it had.",
+    },
     maxResults: { type: "integer", minimum: 1, maximum: 100, description: "How many results (default 8)." },
     minScore: { type: "number", description: "Drop results scoring below this (0..1)." },
   },
@@ -117,7 +124,7 @@ function memoryTools(get) {
     label: "Memory Search",
     name: "memory_search",
     description:
-      "Search long-term memory (knowledge-db): earlier messages of this and past sessions, including those rolled out of the context window, compressed segments, task summaries and notes. Use it before answering about prior work, decisions, files or errors, and whenever the context says messages were rolled. Results have path, startLine-endLine (turns), score and snippet; read one in full with memory_get. A date in the query (2026-03-09, March 9, on Monday, last week, yesterday) ranks what was written then first. `unknownWords` lists query words no stored record holds: results can match only the other words or the meaning.",
+      "Search long-term memory (knowledge-db): earlier messages of this and past sessions, including those rolled out of the context window, compressed segments, task summaries and notes. Use it before answering about prior work, decisions, files or errors, and whenever the context says messages were rolled. Past work is often remembered in other words than it was done in: give more phrasings of the need in `queries` (the user's words, the names you guess, the effect it had). Results have path, startLine-endLine (turns), score and snippet; read one in full with memory_get. A date in the query (2026-03-09, March 9, on Monday, last week, yesterday) ranks what was written then first. `unknownWords` lists query words no stored record holds: results can match only the other words or the meaning.",
     parameters: SEARCH_PARAMETERS,
     /** @param {string} _id @param {any} params */
     execute: async (_id, params) => {
@@ -127,6 +134,7 @@ function memoryTools(get) {
           await searchPayload(client, config.namespace, String(params.query ?? ""), {
             maxResults: params.maxResults,
             minScore: params.minScore,
+            queries: Array.isArray(params.queries) ? params.queries.map(String) : undefined,
           }),
         );
       } catch (error) {

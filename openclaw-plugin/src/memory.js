@@ -19,13 +19,14 @@ import { message } from "./client.js";
  * @param {KnowledgeDbClient} client
  * @param {string} namespace
  * @param {string} query
- * @param {{maxResults?: number, minScore?: number}} [opts]
+ * @param {{maxResults?: number, minScore?: number, queries?: string[]}} [opts]
  */
 export async function searchPayload(client, namespace, query, opts = {}) {
   /** @type {Record<string, unknown>} */
   const args = { query, namespace, format: "openclaw" };
   if (opts.maxResults !== undefined) args.maxResults = opts.maxResults;
   if (opts.minScore !== undefined) args.minScore = opts.minScore;
+  if (opts.queries?.length) args.queries = opts.queries;
   return client.call("memory_search", args);
 }
 

@@ -119,6 +119,15 @@ pub(super) struct SearchArgs {
     #[arg(value_name = "QUERY", required_unless_present = "queries")]
     pub(super) query: Option<String>,
 
+    /// Another phrasing of the same need (repeatable): every phrasing is
+    /// searched and the hits are fused by rank, so what several phrasings
+    /// find comes first. Ask in the user's words, by the names you guess
+    /// (commands, files, settings, errors) and by the effect it had:
+    /// `search "users kept getting logged out" --or "refresh token expiry"
+    /// --or "session ends after an hour"`
+    #[arg(long = "or", value_name = "QUERY", conflicts_with = "queries")]
+    pub(super) or: Vec<String>,
+
     /// Number of results
     #[arg(short = 'k', long = "limit", default_value_t = 10)]
     pub(super) k: usize,

@@ -176,6 +176,10 @@ pub fn print_search(response: &SearchResponse, color: bool, explain: bool) {
         if hit.copies > 1 {
             notes.push(format!("{} copies", hit.copies));
         }
+        if !hit.phrasings.is_empty() {
+            let which: Vec<String> = hit.phrasings.iter().map(|n| n.to_string()).collect();
+            notes.push(format!("found by phrasing {}", which.join(", ")));
+        }
         let notes = if notes.is_empty() {
             String::new()
         } else {

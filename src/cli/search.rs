@@ -87,8 +87,9 @@ pub(super) fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result
         out.flush().context("writing results")?;
         return Ok(ExitCode::SUCCESS);
     }
-    let query = args.query.as_deref().unwrap_or_default();
-    let response = engine.search(query, k, &filters, &rank)?;
+    let mut phrasings = vec![args.query.clone().unwrap_or_default()];
+    phrasings.extend(args.or.iter().cloned());
+    let response = engine.search_phrasings(&phrasings, k, &filters, &rank)?;
     if args.format == SearchFormat::Openclaw {
         // The search logged these reads already: read the sources without `get`.
         let searcher = store.reader()?.searcher();

@@ -49,7 +49,14 @@ const MAX_RESULTS: usize = 100;
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SearchArgs {
     /// What to look for: words, identifiers, file names, error codes, or a question
+    #[serde(default)]
     pub query: String,
+    /// More phrasings of the same need, searched together with `query` and
+    /// fused by rank (at most 8 in all): what several phrasings find comes
+    /// first. Past work is often remembered in other words than it was done
+    /// in: ask in the user's words, by the names you guess (commands, files,
+    /// settings, errors) and by the effect it had
+    pub queries: Option<Vec<String>>,
     /// Number of results (default 8, at most 100)
     #[schemars(range(min = 1, max = 100))]
     pub max_results: Option<usize>,
@@ -171,20 +178,32 @@ impl MemoryServer {
     }
 
     #[tool(
-        description = "Search long-term memory (compressed context segments, task summaries, evicted messages, notes) for a query. Returns ranked results with id, kind, score, snippet, session and turn range; pass an id to memory_get to read the full record and its raw messages. A date in the query (2026-03-09, March 9, on Monday, last week, yesterday) raises records written then. `unknownWords` lists query words no stored record holds: results can match only the other words or the meaning."
+        description = "Search long-term memory (compressed context segments, task summaries, evicted messages, notes) for a query. Past work is often remembered in other words than it was done in: pass several phrasings of the need in `queries` (the user's words, the names you guess: commands, files, settings, errors, and the effect it had); they are searched together and fused by rank. Returns ranked results with id, kind, score, snippet, session and turn range; pass an id to memory_get to read the full record and its raw messages. A date in the query (2026-03-09, March 9, on Monday, last week, yesterday) raises records written then. `unknownWords` lists query words no stored record holds: results can match only the other words or the meaning."
     )]
     async fn memory_search(
         &self,
         Parameters(args): Parameters<SearchArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        if args.query.trim().is_empty() {
+        let mut phrasings: Vec<String> = std::iter::once(args.query)
+            .chain(args.queries.unwrap_or_default())
+            .filter(|q| !q.trim().is_empty())
+            .collect();
+        if phrasings.is_empty() {
             return Ok(failure(
-                "`query` is empty: give words, identifiers or a question",
+                "`query` is empty: give words, identifiers or a question (or several in `queries`)",
             ));
+        }
+        if phrasings.len() > crate::search::phrasings::MAX_PHRASINGS {
+            return Ok(failure(&format!(
+                "{} phrasings given; at most {} are searched together",
+                phrasings.len(),
+                crate::search::phrasings::MAX_PHRASINGS
+            )));
         }
         let openclaw_format = args.format == Some(SearchFormatArg::Openclaw);
         let request = SearchRequest {
-            query: args.query,
+            query: phrasings.remove(0),
+            also: phrasings,
             max_results: args
                 .max_results
                 .unwrap_or(DEFAULT_RESULTS)
@@ -307,7 +326,7 @@ impl MemoryServer {
     }
 
     #[tool(
-        description = "Recall, for a prompt, only the memories confident enough to act on: at most a few records of earlier work whose calibrated relevance clears the store's recall threshold ([recall] min_score), each with what it is, when, its session, id and how to read it whole; usually nothing (then `memories` is empty and `whyNot` says why). Leaves out the given session's live turns and the excluded ids. Use memory_search to look for something on purpose."
+        description = "Recall, for a prompt, only the memories confident enough to act on: at most a few records of earlier work whose calibrated relevance clears the store's recall threshold ([recall] min_score), each with what it is, when, its session, id and how to read it whole; usually nothing (then `memories` is empty and `whyNot` says why). When no memory is confident but the prompt is plainly about past work, `leads` names up to three candidate sessions (date, id, what each was about) to open with memory_search {session} or memory_get. Leaves out the given session's live turns and the excluded ids (record ids, or session ids already named as leads). Use memory_search to look for something on purpose."
     )]
     async fn memory_recall(
         &self,
@@ -329,12 +348,19 @@ impl MemoryServer {
                     session,
                     from_turn: args.from_turn.unwrap_or(0),
                 }),
-                already: args.exclude.unwrap_or_default().into_iter().collect(),
+                already: args
+                    .exclude
+                    .clone()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .collect(),
+                named: args.exclude.unwrap_or_default().into_iter().collect(),
                 command_prefix: None,
             };
             let recalled = service.recall(request, settings)?;
             let value = json!({
                 "memories": recalled.memories,
+                "leads": recalled.leads,
                 "text": recalled.text,
                 "bestScore": recalled.best_score,
                 "whyNot": recalled.why_not,
@@ -614,11 +640,13 @@ fn search_json(response: &SearchResponse) -> Value {
                 "copies": h.copies,
                 "duplicates": h.duplicates,
                 "weak": h.weak,
+                "phrasings": h.phrasings,
             })
         })
         .collect();
     json!({
         "query": response.query,
+        "phrasings": response.phrasings,
         "results": results,
         "explanation": response.explanation,
         "minScore": response.min_score,
@@ -646,6 +674,10 @@ fn search_text(response: &SearchResponse) -> String {
         }
         if h.copies > 1 {
             notes.push_str(&format!(", {} copies", h.copies));
+        }
+        if !h.phrasings.is_empty() {
+            let which: Vec<String> = h.phrasings.iter().map(|n| n.to_string()).collect();
+            notes.push_str(&format!(", found by phrasing {}", which.join(", ")));
         }
         out.push_str(&format!(
             "{}. [{}] {} (score {:.3}{notes}, id {})\n   {}\n   {}\n",

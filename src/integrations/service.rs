@@ -70,6 +70,9 @@ impl Embedder for SharedEmbedder {
 pub struct SearchRequest {
     /// What to look for.
     pub query: String,
+    /// More phrasings of the same need, searched together with `query`
+    /// (see [`crate::search::phrasings`]).
+    pub also: Vec<String>,
     /// Most results to return (0 is taken as 1).
     pub max_results: usize,
     /// Leave out results scoring under this; `None`: the default minimum
@@ -269,8 +272,11 @@ impl MemoryService {
             mode: request.mode.unwrap_or(Mode::Hybrid),
             ..RankOptions::default()
         };
+        let phrasings: Vec<String> = std::iter::once(request.query.clone())
+            .chain(request.also.iter().cloned())
+            .collect();
         let mut response =
-            engine.search(&request.query, request.max_results.max(1), &filters, &rank)?;
+            engine.search_phrasings(&phrasings, request.max_results.max(1), &filters, &rank)?;
         if let Some(min) = request.min_score.filter(|_| request.tier.is_some()) {
             // Archive searches rank by BM25 scores, which have no fixed
             // scale; a minimum the caller gives still applies.

@@ -77,13 +77,16 @@ impl QuerySignals {
     }
 }
 
-/// The IDF of each of `terms` in `field`, as BM25 weighs them with `stats`
-/// (a searcher: its live records; or one namespace's, see `super::scope`).
+/// The weight of each of `terms` in `field`: BM25's IDF with `stats` (a
+/// searcher: its live records; or one namespace's, see `super::scope`) and
+/// English as a background corpus (see [`super::english::Prior`];
+/// [`super::english::Prior::OFF`] gives BM25's IDF alone).
 pub fn term_idfs(
     stats: &dyn Bm25StatisticsProvider,
     docs: u64,
     field: tantivy::schema::Field,
     terms: &[String],
+    prior: &super::english::Prior,
 ) -> Vec<f32> {
     terms
         .iter()
@@ -92,15 +95,9 @@ pub fn term_idfs(
                 .doc_freq(&Term::from_field_text(field, t))
                 .unwrap_or(0)
                 .min(docs);
-            idf(df, docs)
+            prior.idf(t, df, docs)
         })
         .collect()
-}
-
-/// BM25's inverse document frequency, as tantivy computes it.
-fn idf(doc_freq: u64, doc_count: u64) -> f32 {
-    let x = ((doc_count - doc_freq) as f32 + 0.5) / (doc_freq as f32 + 0.5);
-    (1.0 + x).ln()
 }
 
 /// The union of both lists (best first in each), keyed by record, with each
@@ -363,6 +360,7 @@ mod tests {
 
     #[test]
     fn idf_matches_tantivy_and_normalising_needs_weight() {
+        let idf = |df, n| super::super::english::Prior::OFF.idf("term", df, n);
         assert!((idf(0, 10) - (1.0f32 + 10.5 / 0.5).ln()).abs() < 1e-6);
         assert!(
             idf(10, 10) > 0.0,

@@ -17,11 +17,13 @@ pub mod batch;
 pub mod candidates;
 pub mod dates;
 pub mod dedup;
+pub mod english;
 pub mod everyday;
 mod explain;
 pub mod filters;
 pub mod fusion;
 pub mod neighbours;
+pub mod phrasings;
 mod query;
 mod rank;
 pub mod relevance;
@@ -121,6 +123,8 @@ pub struct SearchEngine {
     fields: IndexFields,
     boosts: [f32; 6],
     common_terms: CommonTerms,
+    english: english::Prior,
+    embed_missing: usize,
     analyzer: TextAnalyzer,
     max_query_bytes: usize,
     vectors: Option<VectorSide>,
@@ -149,6 +153,8 @@ impl SearchEngine {
             fields: *store.fields(),
             boosts: store.config().ranking.boosts(),
             common_terms: CommonTerms::from(&store.config().ranking),
+            english: store.config().ranking.english(),
+            embed_missing: 0,
             analyzer: tokenizer::analyzer(),
             max_query_bytes: store.config().limits.max_query_bytes,
             vectors: None,
@@ -293,6 +299,7 @@ impl SearchEngine {
         let uses_vectors = rank.mode != Mode::Bm25 && self.vectors.is_some();
         let response = SearchResponse {
             query: query.to_string(),
+            phrasings: Vec::new(),
             filters: filters.clone(),
             results,
             explanation,
@@ -309,6 +316,9 @@ impl SearchEngine {
                 .as_ref()
                 .filter(|v| uses_vectors && v.without_vector > 0)
                 .map(|v| v.without_vector),
+            chance_cosine: self.vectors.as_ref().filter(|_| uses_vectors).map(|v| {
+                relevance::chance_cosine(plan.stats.live_docs().saturating_sub(v.without_vector))
+            }),
             unknown_words,
             took_ms: started.elapsed().as_secs_f64() * 1000.0,
         };
@@ -387,6 +397,20 @@ impl SearchEngine {
         let held =
             self.count(&*self.filtered(&TermQuery::new(term, IndexRecordOption::Basic), &scope))?;
         Ok((held > 0).then_some(project))
+    }
+
+    /// This engine embeds, per search, up to `n` of the best candidates
+    /// that have no vector yet (see `vector_side`): for a caller that must
+    /// answer well while the background is still making vectors (recall,
+    /// right after a history import), at the cost of their inference.
+    pub fn with_missing_vectors(mut self, n: usize) -> SearchEngine {
+        self.embed_missing = n;
+        self
+    }
+
+    /// What `session` was asked first (see [`crate::store::browse::first_prompt`]).
+    pub fn first_prompt(&self, session: &str) -> Result<Option<Record>> {
+        crate::store::browse::first_prompt(&self.searcher, &self.fields, session)
     }
 
     /// The stored record with this id in the engine's commit (L2), if any;

@@ -81,10 +81,10 @@ impl SearchEngine {
         }
         let (common, rare) = self.split_common(terms, stats);
         if common.is_empty() || rare.is_empty() {
-            return Box::new(BooleanQuery::new(self.term_clauses(terms.iter())));
+            return Box::new(BooleanQuery::new(self.term_clauses(terms.iter(), stats)));
         }
-        let rare = BooleanQuery::new(self.term_clauses(rare.into_iter()));
-        let common = BooleanQuery::new(self.term_clauses(common.into_iter()));
+        let rare = BooleanQuery::new(self.term_clauses(rare.into_iter(), stats));
+        let common = BooleanQuery::new(self.term_clauses(common.into_iter(), stats));
         Box::new(BooleanQuery::new(vec![
             (Occur::Must, Box::new(rare) as Box<dyn Query>),
             (Occur::Should, Box::new(common)),
@@ -109,16 +109,24 @@ impl SearchEngine {
         })
     }
 
+    /// Each term in each text field, boosted by the field's boost and by
+    /// [`SearchEngine::english_boost`].
     fn term_clauses<'t>(
         &self,
         terms: impl Iterator<Item = &'t String> + Clone,
+        stats: &dyn Bm25StatisticsProvider,
     ) -> Vec<(Occur, Box<dyn Query>)> {
+        let english: Vec<f32> = terms
+            .clone()
+            .map(|term| self.english_boost(term, stats))
+            .collect();
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for ((field, _), boost) in self.fields.text_fields().into_iter().zip(self.boosts) {
-            if boost <= 0.0 {
+        for ((field, _), field_boost) in self.fields.text_fields().into_iter().zip(self.boosts) {
+            if field_boost <= 0.0 {
                 continue;
             }
-            for term in terms.clone() {
+            for (term, english) in terms.clone().zip(&english) {
+                let boost = field_boost * english;
                 let query = TermQuery::new(
                     Term::from_field_text(field, term),
                     IndexRecordOption::WithFreqs,
@@ -132,6 +140,27 @@ impl SearchEngine {
             }
         }
         clauses
+    }
+
+    /// What turns BM25's weight of `term` (its IDF over `stats`' records)
+    /// into its weight with English as the background (see
+    /// [`super::english`]): their ratio, read in the content field, the one
+    /// every record has. 1 without English.
+    fn english_boost(&self, term: &str, stats: &dyn Bm25StatisticsProvider) -> f32 {
+        if !self.english.is_on() {
+            return 1.0;
+        }
+        let docs = stats.total_num_docs().unwrap_or(0);
+        let df = stats
+            .doc_freq(&Term::from_field_text(self.fields.content, term))
+            .unwrap_or(0)
+            .min(docs);
+        let store = super::english::Prior::OFF.idf(term, df, docs);
+        if store > 0.0 {
+            self.english.idf(term, df, docs) / store
+        } else {
+            1.0
+        }
     }
 
     /// The best `k` records for the text query under the filters, scored

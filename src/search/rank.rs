@@ -383,12 +383,23 @@ impl SearchEngine {
     }
 
     /// What each query term weighs in coverage and in the normalised BM25
-    /// score: its IDF, an everyday word's capped (see [`everyday`]).
-    /// Taken from `stats`: a search in one namespace weighs its words by
-    /// that namespace's records alone.
+    /// score: its IDF over the store's records and English's (see
+    /// [`super::english`]); without English, an everyday word's capped (see
+    /// [`everyday`]). Taken from `stats`: a search in one namespace weighs
+    /// its words by that namespace's records alone.
     fn question_weights(&self, terms: &[String], stats: &Statistics<'_>) -> Vec<f32> {
-        let idfs = candidates::term_idfs(stats, stats.live_docs(), self.fields.content, terms);
-        everyday::question_weights(terms, &idfs)
+        let idfs = candidates::term_idfs(
+            stats,
+            stats.live_docs(),
+            self.fields.content,
+            terms,
+            &self.english,
+        );
+        if self.english.is_on() {
+            idfs
+        } else {
+            everyday::question_weights(terms, &idfs)
+        }
     }
 
     /// Marks the candidates whose own time falls on the date the query names.

@@ -89,6 +89,27 @@ pub fn wordless_penalty(best_share: f32) -> f32 {
     WORDLESS_PENALTY * (1.0 - best_share / WORDLESS_SHARE).clamp(0.0, 1.0)
 }
 
+/// The cosine similarity the best of `records` unrelated records reaches
+/// for one prompt in twenty: chance, for a store of that size.
+///
+/// A prompt is compared with every record, and the best of many chance
+/// similarities grows with their number: an off-topic prompt's best cosine
+/// over 4 records of a coding session is about 0.22 at its 95th percentile,
+/// over 15,000 about 0.44. So a cosine of 0.40 is strong evidence on a new
+/// user's store of one session and none on a year's. Fitted on 81 unrelated
+/// prompts (`dev-sets/recall/offtopic.jsonl` and the first-day set's
+/// unrelated tuning prompts) against random subsets of 2 to 15,104 dev
+/// records (95th percentile of the best cosine; `ln N` fits it within 0.03;
+/// docs/memory-loop.md, "Chance").
+pub fn chance_cosine(records: u64) -> f32 {
+    CHANCE_AT_ONE + CHANCE_PER_LN * (records.max(1) as f32).ln()
+}
+
+/// [`chance_cosine`] of one record.
+pub const CHANCE_AT_ONE: f32 = 0.1886;
+/// What [`chance_cosine`] grows by when the records multiply by e.
+pub const CHANCE_PER_LN: f32 = 0.0283;
+
 /// A logistic model: `1 / (1 + exp(-(w·x + bias)))`.
 #[derive(Debug, Clone, Copy)]
 pub struct Logistic<const N: usize> {

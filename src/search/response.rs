@@ -97,6 +97,10 @@ pub struct Hit {
     /// was asked for (`--all`, `--min-score`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub weak: bool,
+    /// Which phrasings found it (1-based), when several were searched
+    /// together (see [`super::phrasings`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phrasings: Vec<usize>,
 }
 
 /// Most duplicate ids one hit lists.
@@ -105,8 +109,12 @@ pub const MAX_DUPLICATE_IDS: usize = 20;
 /// The answer to one search.
 #[derive(Debug, Clone, Serialize)]
 pub struct SearchResponse {
-    /// The query as given.
+    /// The query as given (several phrasings: joined by ` | `).
     pub query: String,
+    /// The phrasings searched together, when there were several (see
+    /// [`super::phrasings`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phrasings: Vec<String>,
     /// The filters applied.
     pub filters: Filters,
     /// The hits, best first.
@@ -127,6 +135,11 @@ pub struct SearchResponse {
     /// Records that match no vector yet (added with `--embed later` or without a model).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub records_without_vector: Option<u64>,
+    /// The cosine similarity that chance gives the best of the records
+    /// searched (see [`super::relevance::chance_cosine`]); `None` without
+    /// vectors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chance_cosine: Option<f32>,
     /// Words of the query that no searched record holds (see
     /// [`SearchEngine::unknown_words`](super::SearchEngine::unknown_words)):
     /// results found for the rest of the query are not about them.
@@ -193,6 +206,7 @@ pub(crate) fn hit(
         copies: 1,
         duplicates: Vec::new(),
         weak: false,
+        phrasings: Vec::new(),
     }
 }
 

@@ -156,6 +156,7 @@ pub fn search(
     });
     Ok(SearchResponse {
         query: query.to_string(),
+        phrasings: Vec::new(),
         filters: filters.clone(),
         results,
         explanation,
@@ -163,6 +164,7 @@ pub fn search(
         below_min_score: 0,
         best_score: None,
         vector: "off: --tier l3 and --tier all rank by BM25 alone".into(),
+        chance_cosine: None,
         records_without_vector: None,
         unknown_words: Vec::new(),
         took_ms: started.elapsed().as_secs_f64() * 1000.0,

@@ -41,6 +41,52 @@ impl SearchEngine {
         for c in pool.iter_mut().filter(|c| c.vector_rank.is_none()) {
             c.cosine = found.next().flatten();
         }
+        self.embed_unvectored(side, query_vector, pool)
+    }
+
+    /// The cosine of the best candidates that have no vector yet (a history
+    /// just imported, its vectors still being made in the background),
+    /// embedded now: at most as many as [`SearchEngine::with_missing_vectors`] says, best
+    /// BM25 first. Without it such a record is ranked by words alone, and a
+    /// question in other words finds nothing until the background catches
+    /// up. The vectors are not stored: the background makes them for good.
+    fn embed_unvectored(
+        &self,
+        side: &VectorSide,
+        query_vector: &[f32],
+        pool: &mut [candidates::Candidate],
+    ) -> Result<()> {
+        if self.embed_missing == 0 {
+            return Ok(());
+        }
+        let mut missing: Vec<usize> = (0..pool.len())
+            .filter(|&i| pool[i].cosine.is_none())
+            .collect();
+        missing.sort_by(|&a, &b| pool[b].bm25.total_cmp(&pool[a].bm25));
+        missing.truncate(self.embed_missing);
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let mut texts = Vec::with_capacity(missing.len());
+        for &i in &missing {
+            let doc: tantivy::TantivyDocument = self.searcher.doc(pool[i].doc)?;
+            texts.push(crate::embed::text::embedding_text(
+                &self.fields.record(&doc)?,
+            ));
+        }
+        let vectors = {
+            let mut embedder = side
+                .embedder
+                .lock()
+                .map_err(|_| Error::Usage("the embedder failed earlier in this process".into()))?;
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            embedder
+                .embed(&refs)
+                .map_err(|e| Error::Usage(e.to_string()))?
+        };
+        for (&i, v) in missing.iter().zip(vectors) {
+            pool[i].cosine = Some(v.iter().zip(query_vector).map(|(a, b)| a * b).sum());
+        }
         Ok(())
     }
 

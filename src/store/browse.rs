@@ -267,6 +267,60 @@ pub fn session_messages(
     Ok(messages.into_iter().map(|(_, r)| r).collect())
 }
 
+/// What `session` was asked first: the earliest user message of its main
+/// chain in its first turn. Only that turn's records are read. A subagent's
+/// prompt (a sidechain user message of the same session and turn) is not
+/// what the session was about (the real Claude Code showed both).
+pub fn first_prompt(
+    searcher: &Searcher,
+    fields: &IndexFields,
+    session: &str,
+) -> Result<Option<Record>> {
+    let query = BooleanQuery::new(vec![
+        (Occur::Must, term_query(fields.session, session)),
+        (Occur::Must, term_query(fields.kind, Kind::Message.as_str())),
+        (
+            Occur::Must,
+            Box::new(TermQuery::new(
+                Term::from_field_u64(fields.turn, 0),
+                IndexRecordOption::Basic,
+            )),
+        ),
+    ]);
+    Ok(first_main_prompt(matching_records(
+        searcher, fields, &query,
+    )?))
+}
+
+/// The earliest user message of the main chain among `messages`, by time,
+/// then by line in the transcript.
+pub fn first_main_prompt(messages: Vec<Record>) -> Option<Record> {
+    let order = |m: &Record| {
+        let time = m
+            .source
+            .get("timestamp")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let line = m
+            .source
+            .pointer("/origin/line")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(u64::MAX);
+        (time, line)
+    };
+    messages
+        .into_iter()
+        .filter(|m| m.fields.title == "user")
+        .filter(|m| {
+            m.source
+                .get("is_sidechain")
+                .and_then(serde_json::Value::as_bool)
+                != Some(true)
+        })
+        .min_by_key(order)
+}
+
 /// The project the records of `session` belong to: that of the first live
 /// record of the session that names one (read from the fast column, no
 /// stored document decoded); `None` when none does.

@@ -293,6 +293,13 @@ pub struct Ranking {
     pub common_term_share: f64,
     /// ...on stores of at least this many records (20,000).
     pub common_terms_from_records: u64,
+    /// English as a background corpus when weighing a query's words: this
+    /// many records (0 turns it off), of `english_length` words each. A store
+    /// this size or smaller weighs its words mostly as English does; a larger
+    /// one mostly by its own counts (see `src/search/english.rs`).
+    pub english_docs: f32,
+    /// Words in each background record.
+    pub english_length: f32,
 }
 
 impl Default for Ranking {
@@ -306,11 +313,27 @@ impl Default for Ranking {
             errors_boost: 1.0,
             common_term_share: 0.1,
             common_terms_from_records: 20_000,
+            english_docs: ENGLISH_DOCS,
+            english_length: ENGLISH_LENGTH,
         }
     }
 }
 
+/// `[ranking] english_docs`'s default: see docs/search.md, "English word weights".
+pub const ENGLISH_DOCS: f32 = 1000.0;
+/// `[ranking] english_length`'s default.
+pub const ENGLISH_LENGTH: f32 = 100.0;
+
 impl Ranking {
+    /// English as the background of word weights (`english_docs` and
+    /// `english_length`).
+    pub fn english(&self) -> crate::search::english::Prior {
+        crate::search::english::Prior {
+            docs: self.english_docs.max(0.0),
+            length: self.english_length.max(0.0),
+        }
+    }
+
     /// Boosts in the order of [`crate::index::TEXT_FIELDS`].
     pub fn boosts(&self) -> [f32; 6] {
         [

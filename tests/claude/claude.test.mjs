@@ -188,6 +188,59 @@ test("MCP: Claude Code starts the .mcp.json server; a memory_search tool call re
   assert.equal(w.hooksLog(), "", "no hook failed");
 });
 
+/**
+ * Records where each of three phrasings ranks its own three decoys above the
+ * target, which holds one word of each: no phrasing finds the target in its
+ * first three alone; fused, all three rank it fourth and it comes first.
+ */
+function phrasingsWorld(w) {
+  const lines = [];
+  const decoys = [
+    ["zebra", "quota"],
+    ["walrus", "ledger"],
+    ["otter", "beacon"],
+  ];
+  decoys.forEach(([a, b], i) => {
+    for (let n = 0; n < 3; n++) {
+      lines.push({ id: `decoy-${i}-${n}`, title: `${a} ${b} ${n}`, text: `The ${a} ${b} review, part ${n}: the ${a} ${b} figures of the ${a} ${b} team.`, metadata: {} });
+    }
+  });
+  lines.push({ id: "target", title: "weekly notes", text: "Weekly notes: a zebra, a walrus and an otter were mentioned once.", metadata: {} });
+  const file = join(w.dir, "notes.jsonl");
+  writeFileSync(file, lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
+  const added = w.kdb(["add", "--embed", "now", file]);
+  assert.equal(added.status, 0, added.stderr);
+  return decoys.map(([a, b]) => `${a} ${b}`);
+}
+
+test("MCP: one memory_search with three phrasings finds the record none of them finds alone", { skip: SKIP }, async () => {
+  const w = world("phrasings");
+  writeFileSync(join(w.proj, ".claude/settings.local.json"), JSON.stringify({ enabledMcpjsonServers: ["knowledge-db"] }, null, 2));
+  const phrasings = phrasingsWorld(w);
+  for (const q of phrasings) {
+    const alone = w.kdb(["search", q, "-k", "3", "--all", "--json", "--all-projects"]);
+    assert.equal(alone.status, 0, alone.stderr);
+    const ids = JSON.parse(alone.stdout).results.map((h) => h.id);
+    assert.ok(!ids.includes("target"), `"${q}" alone finds the target in its first three: ${ids}`);
+  }
+  const s = await session(w, "what was in the weekly notes about the three animals?", {
+    main: [
+      { tool: "ToolSearch", input: { query: "select:mcp__knowledge-db__memory_search", max_results: 5 } },
+      { tool: "mcp__knowledge-db__memory_search", input: { query: phrasings[0], queries: phrasings.slice(1), maxResults: 3, minScore: 0 } },
+      "Found it.",
+    ],
+  });
+  const [loaded] = lastToolResults(s.main[1].body);
+  assert.match(contentText(loaded.content), /queries/, "the tool's schema offers `queries`");
+  const [result] = lastToolResults(s.main[2].body);
+  assert.notEqual(result.is_error, true, contentText(result.content));
+  const text = contentText(result.content);
+  const first = text.split("\n")[0];
+  assert.match(first, /^1\. .*id target\)/, `fused, the target comes first:\n${text.slice(0, 1500)}`);
+  assert.match(first, /found by phrasing 1, 2, 3/);
+  assert.equal(w.hooksLog(), "", "no hook failed");
+});
+
 test("brief: SessionStart gives the brief on a new session, on --continue and on --resume", { skip: SKIP }, async () => {
   const w = world("brief");
   const work = retryWork(w);

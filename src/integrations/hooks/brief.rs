@@ -18,7 +18,7 @@ use super::{is_hook_summary, read_json, HookFiles, HookInput};
 use crate::error::{Error, Result};
 use crate::flows::recall::RecallSettings;
 use crate::record::{parse::format_time, Kind, Record};
-use crate::store::browse::{project_sessions, session_messages, session_records};
+use crate::store::browse::{first_prompt, project_sessions, session_records};
 use crate::store::Store;
 
 /// Sessions a brief looks at, at most.
@@ -55,13 +55,7 @@ pub fn brief(store_root: &Path, input: &HookInput) -> Result<Option<String>> {
             &span.session_id,
             &[Kind::Task, Kind::Segment],
         )?;
-        let first_prompt = first_main_prompt(session_messages(
-            &searcher,
-            store.fields(),
-            &span.session_id,
-            0,
-            0,
-        )?);
+        let first_prompt = first_prompt(&searcher, store.fields(), &span.session_id)?;
         let state: Option<SessionState> = read_json(&files.state(&span.session_id)).unwrap_or(None);
         let when = span
             .last
@@ -94,32 +88,6 @@ pub fn brief(store_root: &Path, input: &HookInput) -> Result<Option<String>> {
     }
     out.push_str(&tail);
     Ok(Some(out))
-}
-
-/// The session's first prompt: the earliest user message of the main chain.
-/// `session_messages` orders a turn's messages by id, and a subagent's prompt
-/// (a sidechain user message of the same session, in the same turn) is not
-/// what the session was about (the real Claude Code showed both).
-fn first_main_prompt(messages: Vec<Record>) -> Option<Record> {
-    let order = |m: &Record| {
-        let time = m
-            .source
-            .get("timestamp")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let line = m
-            .source
-            .pointer("/origin/line")
-            .and_then(Value::as_u64)
-            .unwrap_or(u64::MAX);
-        (time, line)
-    };
-    messages
-        .into_iter()
-        .filter(|m| m.fields.title == "user")
-        .filter(|m| m.source.get("is_sidechain").and_then(Value::as_bool) != Some(true))
-        .min_by_key(order)
 }
 
 /// One session of the brief: `- date, session id: what; done; open`.
@@ -185,6 +153,7 @@ fn clip(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::browse::first_main_prompt;
     use serde_json::json;
 
     fn message(id: &str, role: &str, timestamp: &str, line: u64, sidechain: bool) -> Record {

@@ -43,10 +43,12 @@ pub struct RecallHookReport {
     pub timings_ms: std::collections::BTreeMap<&'static str, f64>,
 }
 
-/// The ids recalled in one session so far.
+/// The ids recalled in one session so far, and the sessions named as leads.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Recalled {
     ids: BTreeSet<String>,
+    #[serde(default)]
+    leads: BTreeSet<String>,
 }
 
 fn recalled_path(files: &HookFiles, session_id: &str) -> PathBuf {
@@ -115,6 +117,7 @@ pub fn user_prompt_submit(store_root: &Path, input: &HookInput) -> Result<Recall
     let engine = match embedder {
         Ok(embedder) => {
             SearchEngine::with_embedder(&store, Ok(Box::new(embedder) as Box<dyn Embedder>))?
+                .with_missing_vectors(settings.embed_missing)
         }
         Err(e) => {
             // Without the model the scores are not calibrated: say nothing
@@ -137,14 +140,18 @@ pub fn user_prompt_submit(store_root: &Path, input: &HookInput) -> Result<Recall
             from_turn: live_from.unwrap_or(0),
         }),
         already: recalled.ids.clone(),
+        named: recalled.leads.clone(),
         command_prefix: Some(super::reminder::command_prefix(store_root)),
     };
     let answer = recall(&engine, &request, &settings)?;
     phase(&mut report, "recall");
-    if !answer.memories.is_empty() {
+    if !answer.memories.is_empty() || !answer.leads.is_empty() {
         recalled
             .ids
             .extend(answer.memories.iter().map(|m| m.id.clone()));
+        recalled
+            .leads
+            .extend(answer.leads.iter().map(|l| l.session_id.clone()));
         super::write_json_atomically(&path, &recalled)?;
     }
     report.answer = Some(answer);

@@ -11,8 +11,14 @@
 //! says, for each memory, what it is, when, from which session, its id and
 //! the command (or MCP call) that reads it whole.
 //!
+//! When nothing is confident but the prompt is plainly about past work,
+//! recall names a few candidate sessions instead, as leads the agent may
+//! open ([`leads`]).
+//!
 //! The Claude Code `UserPromptSubmit` hook, the MCP tool `memory_recall` (and
 //! through it the OpenClaw context engine's `assemble`) all call [`recall`].
+
+pub mod leads;
 
 use std::collections::BTreeSet;
 
@@ -67,10 +73,35 @@ pub struct RecallSettings {
     pub brief_chars: usize,
     /// Recall from every project, not only the prompt's.
     pub all_projects: bool,
+    /// When no memory is confident but the prompt is about past work, name
+    /// candidate sessions as leads (see [`leads`]).
+    pub leads: bool,
+    /// How far above chance (see [`crate::search::relevance::chance_cosine`])
+    /// the best cosine similarity over the candidates must be for a prompt to
+    /// count as about past work (see [`leads`]).
+    pub lead_margin: f32,
+    /// How far above chance a memory's cosine similarity must be to be told
+    /// on its meaning alone, whatever its calibrated score, when it is the
+    /// closest in meaning or both retrievers agree on it: on a store of a
+    /// few sessions a cosine that chance never gives there is the evidence
+    /// the calibrated score, fitted on stores of thousands, does not see.
+    pub meaning_margin: f32,
+    /// Most sessions named as leads.
+    pub max_leads: usize,
+    /// Candidates without a vector yet (a history still being vectored in
+    /// the background) that the prompt hook embeds itself, best by words
+    /// first; 0 ranks them by words alone.
+    pub embed_missing: usize,
 }
 
 /// The recall threshold's default; see [`RecallSettings::min_score`].
 pub const DEFAULT_MIN_SCORE: f32 = 0.5;
+
+/// [`RecallSettings::lead_margin`]'s default: see docs/memory-loop.md, "Leads".
+pub const DEFAULT_LEAD_MARGIN: f32 = 0.02;
+
+/// [`RecallSettings::meaning_margin`]'s default: see docs/memory-loop.md, "Chance".
+pub const DEFAULT_MEANING_MARGIN: f32 = 0.05;
 
 impl Default for RecallSettings {
     fn default() -> Self {
@@ -89,6 +120,11 @@ impl Default for RecallSettings {
             max_chars: 2500,
             brief_chars: 1500,
             all_projects: false,
+            leads: true,
+            lead_margin: DEFAULT_LEAD_MARGIN,
+            meaning_margin: DEFAULT_MEANING_MARGIN,
+            max_leads: 3,
+            embed_missing: 8,
         }
     }
 }
@@ -142,6 +178,8 @@ pub struct RecallRequest {
     /// Record ids already recalled in this session, or still in the
     /// agent's context: never recalled.
     pub already: BTreeSet<String>,
+    /// Sessions already named as leads in this session: not named again.
+    pub named: BTreeSet<String>,
     /// How to read a record whole from a shell: the command prefix
     /// (`knowledge-db --store …`); `None` names only the MCP call.
     pub command_prefix: Option<String>,
@@ -173,6 +211,10 @@ pub struct Memory {
     /// The share of the prompt's IDF weight the record holds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub coverage: Option<f32>,
+    /// Told for its meaning beyond chance on a store this size, under the
+    /// calibrated score's threshold (see [`RecallSettings::meaning_margin`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub by_meaning: bool,
     /// What it says, cut to [`RecallSettings::memory_chars`].
     pub text: String,
     /// The command that reads it whole.
@@ -185,12 +227,19 @@ pub struct Memory {
 pub struct RecallAnswer {
     /// The memories to give the agent, best first; empty most of the time.
     pub memories: Vec<Memory>,
-    /// The block to add to the agent's context; empty when there is nothing
-    /// confident to say.
+    /// Sessions named as leads when no memory was confident but the prompt
+    /// was about past work; empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub leads: Vec<leads::Lead>,
+    /// The block to add to the agent's context (the memories, else the
+    /// leads); empty when there is nothing to say.
     pub text: String,
     /// The best score seen, recalled or not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub best_score: Option<f32>,
+    /// The best cosine similarity of a candidate to the prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub best_cosine: Option<f32>,
     /// Why nothing was recalled, when nothing was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub why_not: Option<String>,
@@ -233,9 +282,15 @@ pub fn recall(
         .first()
         .map(|hit| hit.score)
         .or(response.best_score);
-    let memories: Vec<Memory> = chosen(&response.results, settings)
+    let best_cosine = leads::best_cosine(&response.results);
+    let chance = response.chance_cosine;
+    let memories: Vec<Memory> = chosen(&response.results, settings, chance)
         .into_iter()
-        .map(|hit| memory(engine, hit, request, settings))
+        .map(|hit| {
+            let mut m = memory(engine, hit, request, settings)?;
+            m.by_meaning = !confident(hit, settings, None);
+            Ok(m)
+        })
         .collect::<Result<_>>()?;
     if memories.is_empty() {
         let why = match best_score {
@@ -254,14 +309,24 @@ pub fn recall(
                 .clone()
                 .unwrap_or_else(|| "nothing matched".into()),
         };
-        return Ok(nothing(best_score, &why));
+        let mut answer = nothing(best_score, &why);
+        answer.best_cosine = best_cosine;
+        if settings.leads && leads::about_past_work(&response.results, settings, chance) {
+            answer.leads = leads::leads(engine, &response.results, &request.named, settings)?;
+            if !answer.leads.is_empty() {
+                answer.text = leads::block(&answer.leads, request.command_prefix.as_deref());
+            }
+        }
+        return Ok(answer);
     }
     let mut memories = memories;
     let text = block(&mut memories, settings.max_chars);
     Ok(RecallAnswer {
         memories,
+        leads: Vec::new(),
         text,
         best_score,
+        best_cosine,
         why_not: None,
     })
 }
@@ -273,31 +338,38 @@ pub fn recall(
 /// [`RecallSettings::agreement_rank`]). Either agreement alone is how
 /// unrelated memories reach a high score: a long message that shares a
 /// prompt's common words, or a vaguely similar one that shares none of its
-/// specific ones.
-fn confident(hit: &Hit, settings: &RecallSettings) -> bool {
+/// specific ones. Or, whatever its score, close in meaning beyond what
+/// chance gives on a store this size (`chance`, see
+/// [`RecallSettings::meaning_margin`]) while holding some of the prompt's
+/// words and being the closest in meaning or agreed on by both retrievers.
+fn confident(hit: &Hit, settings: &RecallSettings, chance: Option<f32>) -> bool {
     let cosine = hit.scores.cosine.unwrap_or(0.0);
     let coverage = hit.scores.coverage.unwrap_or(0.0);
     let near = |rank: Option<usize>| rank.is_some_and(|r| r <= settings.agreement_rank);
     let first = |rank: Option<usize>| rank == Some(1);
     let (bm25, vector) = (hit.scores.bm25_rank, hit.scores.vector_rank);
-    let agreed = ((first(vector) && near(bm25)) || (first(bm25) && near(vector)))
-        && cosine >= settings.min_cosine
+    let ranks_agree = (first(vector) && near(bm25)) || (first(bm25) && near(vector));
+    let agreed =
+        ranks_agree && cosine >= settings.min_cosine && coverage >= settings.agreement_coverage;
+    let beyond_chance = chance.is_some_and(|c| cosine >= c + settings.meaning_margin)
+        && (first(vector) || ranks_agree)
         && coverage >= settings.agreement_coverage;
-    hit.score >= settings.min_score
+    (hit.score >= settings.min_score
         && ((cosine >= settings.min_cosine && coverage >= settings.min_coverage)
             || coverage >= settings.words_alone_coverage
-            || agreed)
+            || agreed))
+        || beyond_chance
 }
 
 /// The confident hits, best first, at most `max_memories`: first at most
 /// `per_session` of one session, so that other sessions get a place; then,
 /// when fewer sessions than places were confident, the rest of the places
 /// go to the next hits of the sessions already told.
-fn chosen<'a>(hits: &'a [Hit], settings: &RecallSettings) -> Vec<&'a Hit> {
+fn chosen<'a>(hits: &'a [Hit], settings: &RecallSettings, chance: Option<f32>) -> Vec<&'a Hit> {
     let confident: Vec<(usize, &Hit)> = hits
         .iter()
         .enumerate()
-        .filter(|(_, hit)| confident(hit, settings))
+        .filter(|(_, hit)| confident(hit, settings, chance))
         .collect();
     let mut per_session: std::collections::HashMap<&str, usize> = Default::default();
     let mut taken: Vec<usize> = Vec::new();
@@ -332,8 +404,10 @@ fn chosen<'a>(hits: &'a [Hit], settings: &RecallSettings) -> Vec<&'a Hit> {
 fn nothing(best_score: Option<f32>, why: &str) -> RecallAnswer {
     RecallAnswer {
         memories: Vec::new(),
+        leads: Vec::new(),
         text: String::new(),
         best_score,
+        best_cosine: None,
         why_not: Some(why.to_string()),
     }
 }
@@ -363,6 +437,7 @@ fn memory(
         score: hit.score,
         cosine: hit.scores.cosine,
         coverage: hit.scores.coverage,
+        by_meaning: false,
         text: clip_words(&text, settings.memory_chars),
         read_command: request
             .command_prefix
@@ -500,15 +575,22 @@ fn entry(n: usize, m: &Memory) -> String {
     } else {
         format!(" \"{}\"", m.title)
     };
+    let basis = if m.by_meaning {
+        format!(
+            "close in meaning for a store this size; score {:.2}",
+            m.score
+        )
+    } else {
+        format!("score {:.2}", m.score)
+    };
     let mut text = format!(
-        "{n}. [{}{}]{title} {} (score {:.2})\n",
+        "{n}. [{}{}]{title} {} ({basis})\n",
         m.kind,
         match m.kind {
             Kind::Message => format!(", {}", m.title),
             _ => String::new(),
         },
         where_from.join(", "),
-        m.score
     );
     for line in m.text.lines().filter(|l| !l.trim().is_empty()) {
         text.push_str("   ");
@@ -571,6 +653,7 @@ mod tests {
             copies: 1,
             duplicates: Vec::new(),
             weak: false,
+            phrasings: Vec::new(),
         }
     }
 
@@ -578,18 +661,93 @@ mod tests {
     fn meaning_and_words_or_both_retrievers_agreeing_make_a_memory_confident() {
         let settings = RecallSettings::default();
         // Meaning and words.
-        assert!(confident(&hit("s", 0.9, 0.5, 0.3, (5, 9)), &settings));
+        assert!(confident(&hit("s", 0.9, 0.5, 0.3, (5, 9)), &settings, None));
         // Meaning, few words, and neither retriever puts it first: no.
-        assert!(!confident(&hit("s", 0.9, 0.5, 0.15, (2, 2)), &settings));
+        assert!(!confident(
+            &hit("s", 0.9, 0.5, 0.15, (2, 2)),
+            &settings,
+            None
+        ));
         // First by meaning and second by words: both retrievers agree.
-        assert!(confident(&hit("s", 0.9, 0.5, 0.15, (2, 1)), &settings));
-        assert!(confident(&hit("s", 0.9, 0.5, 0.15, (1, 3)), &settings));
+        assert!(confident(
+            &hit("s", 0.9, 0.5, 0.15, (2, 1)),
+            &settings,
+            None
+        ));
+        assert!(confident(
+            &hit("s", 0.9, 0.5, 0.15, (1, 3)),
+            &settings,
+            None
+        ));
         // Agreement still needs some of the prompt's words, the cosine and the score.
-        assert!(!confident(&hit("s", 0.9, 0.5, 0.05, (1, 1)), &settings));
-        assert!(!confident(&hit("s", 0.9, 0.3, 0.15, (1, 1)), &settings));
-        assert!(!confident(&hit("s", 0.4, 0.5, 0.15, (1, 1)), &settings));
+        assert!(!confident(
+            &hit("s", 0.9, 0.5, 0.05, (1, 1)),
+            &settings,
+            None
+        ));
+        assert!(!confident(
+            &hit("s", 0.9, 0.3, 0.15, (1, 1)),
+            &settings,
+            None
+        ));
+        assert!(!confident(
+            &hit("s", 0.4, 0.5, 0.15, (1, 1)),
+            &settings,
+            None
+        ));
         // Nearly all of the words alone (identifiers, error codes).
-        assert!(confident(&hit("s", 0.9, 0.1, 0.85, (1, 40)), &settings));
+        assert!(confident(
+            &hit("s", 0.9, 0.1, 0.85, (1, 40)),
+            &settings,
+            None
+        ));
+    }
+
+    #[test]
+    fn on_a_small_store_meaning_beyond_chance_is_enough() {
+        let settings = RecallSettings::default();
+        let at_chance = crate::search::relevance::chance_cosine(6);
+        let chance = Some(at_chance);
+        let margin = settings.meaning_margin;
+        let close = at_chance + margin + 0.01;
+        // A low calibrated score, but closest in meaning well beyond chance.
+        assert!(confident(
+            &hit("s", 0.03, close, 0.15, (2, 1)),
+            &settings,
+            chance
+        ));
+        // Agreed on by both retrievers.
+        assert!(confident(
+            &hit("s", 0.03, close, 0.15, (1, 3)),
+            &settings,
+            chance
+        ));
+        // Neither the closest nor agreed on: no.
+        assert!(!confident(
+            &hit("s", 0.03, close, 0.15, (2, 2)),
+            &settings,
+            chance
+        ));
+        // Within chance's reach: no.
+        let near_chance = at_chance + margin - 0.01;
+        assert!(!confident(
+            &hit("s", 0.03, near_chance, 0.15, (1, 1)),
+            &settings,
+            chance
+        ));
+        // None of the prompt's words: no.
+        assert!(!confident(
+            &hit("s", 0.03, close, 0.05, (1, 1)),
+            &settings,
+            chance
+        ));
+        // On a store of 30,000 records the same cosine is chance.
+        let large = Some(crate::search::relevance::chance_cosine(30_000));
+        assert!(!confident(
+            &hit("s", 0.03, close, 0.15, (1, 1)),
+            &settings,
+            large
+        ));
     }
 
     fn memory_of(n: usize, text_chars: usize) -> Memory {
@@ -603,6 +761,7 @@ mod tests {
             score: 0.9,
             cosine: Some(0.5),
             coverage: Some(0.4),
+            by_meaning: false,
             text: "word ".repeat(text_chars / 5),
             read_command: Some(format!("knowledge-db get session-{n}:record")),
         }
@@ -648,7 +807,7 @@ mod tests {
             hit("c", 0.80, 0.6, 0.5, (5, 5)),
             hit("d", 0.70, 0.6, 0.5, (6, 6)),
         ];
-        let sessions: Vec<_> = chosen(&hits, &settings)
+        let sessions: Vec<_> = chosen(&hits, &settings, None)
             .iter()
             .map(|h| h.session_id.clone().unwrap())
             .collect();
@@ -657,7 +816,7 @@ mod tests {
             per_session: 2,
             ..RecallSettings::default()
         };
-        let sessions: Vec<_> = chosen(&hits, &two)
+        let sessions: Vec<_> = chosen(&hits, &two, None)
             .iter()
             .map(|h| h.session_id.clone().unwrap())
             .collect();
@@ -671,7 +830,7 @@ mod tests {
             hit("b", 0.90, 0.6, 0.5, (4, 4)),
             hit("c", 0.30, 0.6, 0.5, (5, 5)),
         ];
-        let sessions: Vec<_> = chosen(&few, &settings)
+        let sessions: Vec<_> = chosen(&few, &settings, None)
             .iter()
             .map(|h| h.session_id.clone().unwrap())
             .collect();
