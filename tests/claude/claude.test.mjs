@@ -291,7 +291,8 @@ test("never blocking: a locked store, a removed binary and a corrupt store; the 
   try {
     // Wait until it really holds the lock (`flock -n` fails while it does).
     const lock = join(locked.store, "LOCK");
-    for (let i = 0; i < 100 && spawnSync("flock", ["-n", lock, "true"]).status === 0; i++) {
+    // (an event, bounded by what a loaded machine meets: 60 s)
+    for (const since = Date.now(); Date.now() - since < 60_000 && spawnSync("flock", ["-n", lock, "true"]).status === 0; ) {
       await new Promise((r) => setTimeout(r, 50));
     }
     assert.notEqual(spawnSync("flock", ["-n", lock, "true"]).status, 0, "the lock is held");
@@ -302,7 +303,11 @@ test("never blocking: a locked store, a removed binary and a corrupt store; the 
     assert.ok(existsSync(pending) && readdirSync(pending).length > 0, "the capture left a marker to finish later");
   } finally {
     process.kill(-holder.pid, "SIGKILL");
-    await new Promise((r) => setTimeout(r, 200));
+    // Until the kernel has freed the lock (the holder's exit), not a fixed time.
+    const lock = join(locked.store, "LOCK");
+    for (const since = Date.now(); Date.now() - since < 60_000 && spawnSync("flock", ["-n", lock, "true"]).status !== 0; ) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
   }
   // The next session, with the lock free, stores both.
   const next = await session(locked, "and now with the store free", script());
