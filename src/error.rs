@@ -366,7 +366,9 @@ impl Error {
                         .filter(|p| p.is_file())
                         .collect();
                     entries.sort();
-                    entries.into_iter().find(|f| !accessible(f, libc::R_OK | libc::W_OK))
+                    entries
+                        .into_iter()
+                        .find(|f| !accessible(f, libc::R_OK | libc::W_OK))
                 })
             };
             *path = Some(

@@ -109,7 +109,11 @@ fn message_ids(store: &TestStore) -> Vec<String> {
         .args(["export", "--no-vectors"])
         .output()
         .expect("export");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -122,7 +126,11 @@ fn message_ids(store: &TestStore) -> Vec<String> {
 
 fn markers(state: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
-    for dir in fs::read_dir(state.join("knowledge-db/missed")).into_iter().flatten().flatten() {
+    for dir in fs::read_dir(state.join("knowledge-db/missed"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         for file in fs::read_dir(dir.path()).into_iter().flatten().flatten() {
             found.push(file.path());
         }
@@ -157,7 +165,9 @@ fn a_session_on_a_read_only_store_is_caught_up_by_the_next_hook_that_can_write()
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{event}: a hook exits 0: {stderr}");
         assert!(
-            !stderr.contains("panicked") && !stderr.contains("is damaged") && !stderr.contains("repair"),
+            !stderr.contains("panicked")
+                && !stderr.contains("is damaged")
+                && !stderr.contains("repair"),
             "{event}: {stderr}"
         );
         if !stderr.is_empty() {
@@ -172,14 +182,27 @@ fn a_session_on_a_read_only_store_is_caught_up_by_the_next_hook_that_can_write()
             );
         }
         if event == "stop" || event == "session-end" {
-            assert!(stderr.contains("could not store session s1's new messages"), "{stderr}");
+            assert!(
+                stderr.contains("could not store session s1's new messages"),
+                "{stderr}"
+            );
             assert!(stderr.contains("read-only file system"), "{stderr}");
-            assert!(stderr.contains("the next hook that can write stores them (marker: "), "{stderr}");
+            assert!(
+                stderr.contains("the next hook that can write stores them (marker: "),
+                "{stderr}"
+            );
         }
     }
-    assert_eq!(store.snapshot(), before, "nothing was written to the read-only store");
+    assert_eq!(
+        store.snapshot(),
+        before,
+        "nothing was written to the read-only store"
+    );
     let log = fs::read_to_string(state.join("knowledge-db/hooks.log")).expect("the fallback log");
-    assert!(log.contains("stop session=s1 error: could not store session s1"), "{log}");
+    assert!(
+        log.contains("stop session=s1 error: could not store session s1"),
+        "{log}"
+    );
     let marked = markers(&state);
     assert_eq!(marked.len(), 1, "{marked:?}");
     let marker: Value = serde_json::from_slice(&fs::read(&marked[0]).unwrap()).unwrap();
@@ -191,10 +214,20 @@ fn a_session_on_a_read_only_store_is_caught_up_by_the_next_hook_that_can_write()
     // messages and the ones the read-only session missed.
     let out = hook(&store, &state, "stop", &input("Stop", "s2", &second), false);
     assert!(out.status.success());
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(markers(&state).is_empty(), "the marker is removed once caught up");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        markers(&state).is_empty(),
+        "the marker is removed once caught up"
+    );
     let log = fs::read_to_string(store.path().join("hooks/hooks.log")).expect("the store's log");
-    assert!(log.contains("session=s1 caught up a capture missed since"), "{log}");
+    assert!(
+        log.contains("session=s1 caught up a capture missed since"),
+        "{log}"
+    );
 
     // Exactly what an ingest of both transcripts stores.
     let reference = TestStore::new();
@@ -219,11 +252,21 @@ fn where_no_marker_can_be_written_the_message_says_what_was_missed_and_what_to_r
     }
     // The state folder inside the read-only store: nothing can be written.
     let state = store.path().join("state");
-    let transcript = sample_transcript(store.dir.path(), "uncompacted-session.jsonl.gz", "s1.jsonl");
-    let out = hook(&store, &state, "stop", &input("Stop", "s1", &transcript), true);
+    let transcript =
+        sample_transcript(store.dir.path(), "uncompacted-session.jsonl.gz", "s1.jsonl");
+    let out = hook(
+        &store,
+        &state,
+        "stop",
+        &input("Stop", "s1", &transcript),
+        true,
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("no marker could be written either"), "{stderr}");
+    assert!(
+        stderr.contains("no marker could be written either"),
+        "{stderr}"
+    );
     assert!(
         stderr.contains(&format!(
             "run `knowledge-db --store {} ingest --namespace default {}`",

@@ -189,9 +189,7 @@ fn a_worker_killed_at_any_moment_loses_nothing_and_the_next_resumes() {
         // the others after the worker has committed a batch, whatever the
         // machine's speed, at a random moment of a later batch.
         if round % 2 == 1 {
-            wait_until("a committed batch", || {
-                vectors_waiting(&store) < waiting
-            });
+            wait_until("a committed batch", || vectors_waiting(&store) < waiting);
         }
         std::thread::sleep(Duration::from_millis(seed % 1500));
         let _ = worker.kill(); // SIGKILL

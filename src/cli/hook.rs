@@ -394,10 +394,11 @@ fn as_hook(
             let text = super::output::error_chain(&e);
             // Says where the line really went (a read-only store's log
             // cannot be written: the user's state folder takes it).
-            let logged = match files.log_line_checked(name, session.as_deref(), &format!("error: {text}")) {
-                Ok(logged) => logged.to_string(),
-                Err(why) => why,
-            };
+            let logged =
+                match files.log_line_checked(name, session.as_deref(), &format!("error: {text}")) {
+                    Ok(logged) => logged.to_string(),
+                    Err(why) => why,
+                };
             eprintln!("knowledge-db hook {name}: {text} ({logged})");
         }
     }

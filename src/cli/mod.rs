@@ -273,7 +273,10 @@ pub fn main() -> ExitCode {
     // A panic the index library caught in one of its threads (a merge of a
     // damaged segment) did not stop the command: said, with the diagnosis.
     if let Some(report) = knowledge_db::index::damage::take_background_panic() {
-        eprintln!("warning: {}", knowledge_db::index::damage::background_failure(&root, &report));
+        eprintln!(
+            "warning: {}",
+            knowledge_db::index::damage::background_failure(&root, &report)
+        );
     }
     match outcome {
         Ok(code) => code,
@@ -294,8 +297,8 @@ pub fn main() -> ExitCode {
 /// (`index::damage::explain`); other errors, and errors with context of
 /// their own, unchanged.
 pub(crate) fn explain_index_error(root: &std::path::Path, error: anyhow::Error) -> anyhow::Error {
-    let bare_index_error =
-        matches!(error.downcast_ref::<Error>(), Some(Error::Index(_))) && error.chain().count() == 1;
+    let bare_index_error = matches!(error.downcast_ref::<Error>(), Some(Error::Index(_)))
+        && error.chain().count() == 1;
     if !bare_index_error {
         return error;
     }

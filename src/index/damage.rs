@@ -208,6 +208,8 @@ fn unwritable_folder(root: &Path) -> Option<(PathBuf, &'static str)> {
         if stat.f_flag & libc::ST_RDONLY != 0 {
             return Some((dir, "read-only file system"));
         }
+        // (the field types differ between platforms: u64 here, u32 on others)
+        #[allow(clippy::useless_conversion)]
         let free = u64::from(stat.f_bavail).saturating_mul(u64::from(stat.f_frsize));
         if free < NEARLY_FULL {
             return Some((dir, "no space left on device"));
@@ -270,10 +272,85 @@ pub fn index_problems(dir: &Path, label: &str) -> Vec<FileProblem> {
         Ok(Err(e)) => return problem(meta, format!("cannot be read: {e}")),
         Err(_) => return problem(meta, "cannot be read (the index library panicked)".into()),
     };
-    match checksum_problems(&index, dir, label) {
+    let managed_before = read_managed(dir);
+    let mut found = match checksum_problems(&index, dir, label) {
         Ok(found) => found,
-        Err(e) => problem(meta, format!("cannot be read: {e}")),
+        Err(e) => return problem(meta, format!("cannot be read: {e}")),
+    };
+    found.extend(managed_problem(&index, dir, label, managed_before));
+    found
+}
+
+/// `.managed.json`, tantivy's list of the files it manages (what its garbage
+/// collection may delete), as a set; `Err` with what is wrong when it is
+/// there but is no such list; `Ok(None)` when it is missing.
+fn read_managed(dir: &Path) -> std::result::Result<Option<Vec<String>>, String> {
+    match std::fs::read(dir.join(".managed.json")) {
+        Ok(bytes) => serde_json::from_slice::<Vec<String>>(&bytes)
+            .map(Some)
+            .map_err(|e| format!("is not a list of file names ({e})")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot be read: {e}")),
     }
+}
+
+/// A damaged `.managed.json`: not a list of names, or one that leaves out
+/// a file of the current commit (a flipped byte in a name). Read before and
+/// after the commit's file list, so that a commit in between is no alarm.
+fn managed_problem(
+    index: &Index,
+    dir: &Path,
+    label: &str,
+    before: std::result::Result<Option<Vec<String>>, String>,
+) -> Option<FileProblem> {
+    let path = Path::new(label).join(".managed.json");
+    let after = read_managed(dir);
+    let (before, after) = match (before, after) {
+        (Err(what), _) | (_, Err(what)) => return Some(FileProblem { path, what }),
+        (Ok(None), Ok(None)) => return None,
+        (before, after) => (
+            before.ok().flatten().unwrap_or_default(),
+            after.ok().flatten().unwrap_or_default(),
+        ),
+    };
+    let listed: std::collections::HashSet<&str> =
+        before.iter().chain(&after).map(String::as_str).collect();
+    let metas = index.load_metas().ok()?;
+    let mut missing: Vec<String> = metas
+        .segments
+        .iter()
+        .flat_map(|segment| {
+            let mut components = vec![
+                SegmentComponent::Postings,
+                SegmentComponent::Positions,
+                SegmentComponent::FastFields,
+                SegmentComponent::FieldNorms,
+                SegmentComponent::Terms,
+                SegmentComponent::Store,
+            ];
+            if segment.has_deletes() {
+                components.push(SegmentComponent::Delete);
+            }
+            components
+                .into_iter()
+                .map(|c| segment.relative_path(c).to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+        })
+        .chain(std::iter::once("meta.json".to_string()))
+        .filter(|file| !listed.contains(file.as_str()))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    missing.sort();
+    Some(FileProblem {
+        path,
+        what: format!(
+            "does not list {} file(s) of the current commit (e.g. {}): damaged",
+            missing.len(),
+            missing[0]
+        ),
+    })
 }
 
 /// How many [`quiet_panics`] calls are active in the process.
@@ -353,7 +430,10 @@ mod tests {
         // No index at all: diagnose names the missing meta.json.
         let error = catch(root.path(), || panic!("boom")).unwrap_err();
         assert!(matches!(error, Error::Damaged { .. }), "{error}");
-        assert!(error.to_string().contains("/text/meta.json is missing"), "{error}");
+        assert!(
+            error.to_string().contains("/text/meta.json is missing"),
+            "{error}"
+        );
         // A sound (empty) index: a bug, with the panic's message.
         let text = root.path().join("text");
         std::fs::create_dir_all(&text).unwrap();

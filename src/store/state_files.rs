@@ -56,7 +56,8 @@ pub fn check(root: &Path) -> Check {
     };
     let ok = damaged.is_empty();
     let mut detail = if ok {
-        "every state file (hooks, ingest positions, upkeep, sync, retention) is readable".to_string()
+        "every state file (hooks, ingest positions, upkeep, sync, retention) is readable"
+            .to_string()
     } else {
         format!(
             "{} damaged: {}; `knowledge-db repair` removes them (no record is in them: the hooks \
@@ -124,8 +125,16 @@ mod tests {
         std::fs::write(root.path().join("verify.json"), b"").unwrap();
         let found = check(root.path());
         assert!(!found.ok);
-        assert!(found.detail.contains("s1_pending.json is not valid JSON"), "{}", found.detail);
-        assert!(found.detail.contains("verify.json is empty"), "{}", found.detail);
+        assert!(
+            found.detail.contains("s1_pending.json is not valid JSON"),
+            "{}",
+            found.detail
+        );
+        assert!(
+            found.detail.contains("verify.json is empty"),
+            "{}",
+            found.detail
+        );
         assert_eq!(found.rebuildable.len(), 2);
     }
 }

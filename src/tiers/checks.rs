@@ -90,11 +90,18 @@ pub fn checks(store: &Store, searcher: &Searcher) -> Result<(Vec<Check>, Option<
     }
     // A damaged L3 index is a problem found, not an error: `repair` builds
     // it again from the archive files.
-    let opened = L3Index::open_existing(&archive)
-        .and_then(|l3| match l3 {
-            Some(l3) => Ok(Some((l3.reader()?.searcher(), l3))),
-            None => Ok(None),
-        });
+    let l3_dir = archive.dir().join("index");
+    if l3_dir.join("meta.json").exists() {
+        for problem in crate::index::damage::index_problems(&l3_dir, "archive/index") {
+            tier_problems.push(format!(
+                "{problem}; `knowledge-db repair` builds the archive's index again from the archive files"
+            ));
+        }
+    }
+    let opened = L3Index::open_existing(&archive).and_then(|l3| match l3 {
+        Some(l3) => Ok(Some((l3.reader()?.searcher(), l3))),
+        None => Ok(None),
+    });
     let opened = match opened {
         Ok(opened) => opened,
         Err(e) => {
@@ -250,12 +257,20 @@ pub fn repair(store: &Store, lock: &WriterLock) -> Result<Vec<String>> {
     }
     recover(store, lock)?;
     let searcher = store.reader()?.searcher();
-    // What the index knew before the files are read again.
-    let known: Vec<(String, crate::archive::Location)> = match L3Index::open_existing(&archive)
-        .and_then(|l3| match l3 {
+    // What the index knew before the files are read again; a damaged index
+    // is not trusted (its ids could be damaged too).
+    let l3_dir = archive.dir().join("index");
+    let l3_damaged = l3_dir.join("meta.json").exists()
+        && !crate::index::damage::index_problems(&l3_dir, "archive/index").is_empty();
+    let known_ids = if l3_damaged {
+        Err(crate::Error::Usage("damaged".into()))
+    } else {
+        L3Index::open_existing(&archive).and_then(|l3| match l3 {
             Some(l3) => crate::archive::l3::indexed(&l3.reader()?.searcher(), l3.fields()),
             None => Ok(Vec::new()),
-        }) {
+        })
+    };
+    let known: Vec<(String, crate::archive::Location)> = match known_ids {
         Ok(known) => known,
         Err(_) => {
             let index = archive.dir().join("index");
@@ -294,6 +309,15 @@ pub fn repair(store: &Store, lock: &WriterLock) -> Result<Vec<String>> {
         let torn =
             read.scan.tail != crate::archive::frame::Tail::Clean || !read.scan.damaged.is_empty();
         if torn || !live.is_empty() || distinct.len() != ids.len() {
+            if !read.scan.damaged.is_empty() {
+                // The damaged frames' bytes are kept beside the archive.
+                let path = archive.dir().join(format!("{file}.jsonl.zst"));
+                let aside = archive.dir().join(format!(
+                    "{file}.jsonl.zst.damaged-{}",
+                    crate::now_rfc3339().replace(':', "")
+                ));
+                std::fs::copy(&path, &aside).map_err(|e| crate::Error::io(&aside, e))?;
+            }
             let kept = super::ops::last_copies(read.entries.into_iter().map(|(_, e)| e), &live);
             archive.rewrite(&file, &kept)?;
         }
@@ -303,7 +327,13 @@ pub fn repair(store: &Store, lock: &WriterLock) -> Result<Vec<String>> {
     writer.wait_merging_threads()?;
     let mut held: HashSet<String> = HashSet::new();
     for file in archive.files()? {
-        held.extend(archive.read_file(&file)?.entries.into_iter().map(|(_, e)| e.record.id));
+        held.extend(
+            archive
+                .read_file(&file)?
+                .entries
+                .into_iter()
+                .map(|(_, e)| e.record.id),
+        );
     }
     let gone: Vec<&(String, crate::archive::Location)> =
         known.iter().filter(|(id, _)| !held.contains(id)).collect();

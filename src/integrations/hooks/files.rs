@@ -159,7 +159,11 @@ impl HookFiles {
             return Err(store_failed);
         };
         let fallback = state.join("hooks.log");
-        let line = format!("{} store={}\n", line.trim_end(), self.dir.parent().unwrap_or(&self.dir).display());
+        let line = format!(
+            "{} store={}\n",
+            line.trim_end(),
+            self.dir.parent().unwrap_or(&self.dir).display()
+        );
         match append_line(&state, &fallback, &line) {
             Ok(()) => Ok(LoggedTo::Fallback {
                 path: fallback,
