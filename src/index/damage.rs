@@ -255,7 +255,61 @@ pub fn diagnose(root: &Path) -> Vec<FileProblem> {
         }
         found.extend(index_problems(&dir, label));
     }
+    if found.is_empty() {
+        found.extend(undecodable_records(&root.join("text"), "text", 5));
+    }
     found
+}
+
+/// Stored records that do not decode, in segments whose files all pass
+/// their checksums: a merge copies a document store's compressed blocks as
+/// they are, so a block damaged before the merge lives on in a new segment
+/// with a sound checksum. Reads every stored record (for `repair` and the
+/// failure path only); at most `limit` are named, with their id where the
+/// segment's `id` column still has it.
+pub fn undecodable_records(dir: &Path, label: &str, limit: usize) -> Vec<FileProblem> {
+    let scan = || -> tantivy::Result<Vec<FileProblem>> {
+        let index = Index::open_in_dir(dir)?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(tantivy::ReloadPolicy::Manual)
+            .try_into()?;
+        let searcher: tantivy::Searcher = tantivy::IndexReader::searcher(&reader);
+        let mut found = Vec::new();
+        for segment in searcher.segment_readers() {
+            let store = segment.get_store_reader(1)?;
+            let ids = segment.fast_fields().str("id").ok().flatten();
+            for doc in segment.doc_ids_alive() {
+                if store.get::<tantivy::TantivyDocument>(doc).is_ok() {
+                    continue;
+                }
+                let mut id = String::new();
+                let known = ids.as_ref().and_then(|column| {
+                    let ord = column.term_ords(doc).next()?;
+                    column.ord_to_str(ord, &mut id).ok()?;
+                    Some(())
+                });
+                let file =
+                    Path::new(label).join(format!("{}.store", segment.segment_id().uuid_string()));
+                found.push(FileProblem {
+                    path: file,
+                    what: format!(
+                        "holds a record that does not decode (doc {doc}{}): a damaged block, carried \
+                         into this segment by a merge with its checksum made anew",
+                        known.map_or(String::new(), |()| format!(", id {id}"))
+                    ),
+                });
+                if found.len() >= limit {
+                    return Ok(found);
+                }
+            }
+        }
+        Ok(found)
+    };
+    match quiet_panics(|| catch_unwind(AssertUnwindSafe(scan))) {
+        Ok(Ok(found)) => found,
+        _ => Vec::new(),
+    }
 }
 
 /// What is wrong with the index in `dir`: it does not open, its `meta.json`

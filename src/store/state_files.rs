@@ -54,6 +54,23 @@ pub fn check(root: &Path) -> Check {
         }
         _ => None,
     };
+    // `init` and every settings change write config.toml whole, ending with
+    // a line break: one without it was most likely cut short (a value may be
+    // cut too: `30.0` becoming `3` is still a valid setting).
+    let config = root.join("config.toml");
+    let config_note = std::fs::read(&config)
+        .ok()
+        .filter(|bytes| !bytes.is_empty() && !bytes.ends_with(b"\n"))
+        .map(|_| {
+            format!(
+                "{} does not end with a line break: it may have been cut short (check its last setting)",
+                config.display()
+            )
+        });
+    let rules_note = match (rules_note, config_note) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    };
     let ok = damaged.is_empty();
     let mut detail = if ok {
         "every state file (hooks, ingest positions, upkeep, sync, retention) is readable"

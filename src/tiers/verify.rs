@@ -181,10 +181,14 @@ pub fn repair_root(
     let text_rebuilt = {
         let lock = WriterLock::acquire(&root.join("LOCK"), lock_timeout)?;
         rescue::finish_interrupted_swap(root)?;
-        if rescue::problems(root).is_empty() {
-            None
-        } else {
+        // Damaged files, or records that no longer decode in files that
+        // pass their checksums (a merge carried a damaged block on).
+        let damaged = !rescue::problems(root).is_empty()
+            || !crate::index::damage::undecodable_records(&root.join("text"), "text", 1).is_empty();
+        if damaged {
             Some(rescue::rebuild(root, &lock, &archived_ids(root))?)
+        } else {
+            None
         }
     };
     let store = Store::open(root)?;
