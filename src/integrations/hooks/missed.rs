@@ -78,6 +78,18 @@ fn absolute(path: &Path) -> PathBuf {
 /// trace is (or, when no marker could be written, what was missed and the
 /// command that stores it).
 pub fn leave_trace(store_root: &Path, input: &HookInput, namespace: &str, error: Error) -> Error {
+    // A transcript refused as input fails the same way at every try: no
+    // marker (the error itself is logged, naming the file).
+    if matches!(
+        error,
+        Error::Input(_)
+            | Error::NotRegularFile { .. }
+            | Error::OverLimit { .. }
+            | Error::Usage(_)
+            | Error::OutsideNamespace(_)
+    ) {
+        return error;
+    }
     let transcript = input.transcript_path.clone().unwrap_or_default();
     let written = write_marker(store_root, input, namespace, &transcript, &error);
     let trace = match written {
@@ -200,14 +212,16 @@ pub fn catch_up(store_root: &Path, current: &str, lock_wait: Duration) -> CatchU
                 done.stored += report.stored;
                 done.sessions.push(missed.session_id);
             }
+            // The store is busy: the next call goes on.
             Ok(_) => break,
+            // This one fails again (its marker stays for a later call);
+            // the others are tried.
             Err(e) => {
                 files.log_line(
                     "capture",
                     Some(&missed.session_id),
-                    &format!("catching up a missed capture failed: {e}"),
+                    &format!("catching up a missed capture failed (kept for a later call): {e}"),
                 );
-                break;
             }
         }
     }
