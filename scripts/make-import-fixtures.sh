@@ -20,7 +20,9 @@
 # second run installs and generates nothing. Node 24 and openclaw are reused
 # from scripts/setup-clients.sh's cache when there; the MiniLM model (for
 # MemPalace's embedder) comes from scripts/setup-model.sh, run first.
-# Exit code 3, with a line on stderr, when a registry cannot be reached.
+# A failed install exits 1 naming the package; exit code 3 (the import tests
+# are skipped) only when a registry truly cannot be reached and CI is not set
+# (scripts/lib/install-failed.sh).
 # KDB_IMPORT_TOOLS=claude-mem,mem0 limits the run to some tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,10 +45,13 @@ MEM0_VERSION=2.2.1
 only=${KDB_IMPORT_TOOLS:-claude-mem,mempalace,basic-memory,openclaw,mem0}
 wanted() { [[ ",$only," == *",$1,"* ]]; }
 
+# shellcheck source=lib/install-failed.sh
+source "$root/scripts/lib/install-failed.sh"
+# unreachable WHAT: exit 1, or 3 when its registry cannot be reached outside CI.
 unreachable() {
-  echo "make-import-fixtures: $1 could not be installed (is the registry reachable? see $log):" >&2
-  tail -3 "$log" >&2 || true
-  exit 3
+  local registry=npm
+  case $1 in *PyPI*) registry=pypi ;; esac
+  install_failed make-import-fixtures "$1" "$log" "$registry"
 }
 say() { echo "make-import-fixtures: $*" >&2; }
 # timed NAME CMD...: runs CMD, appends "NAME seconds" to the timing log

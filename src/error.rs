@@ -228,6 +228,23 @@ pub enum Error {
         path: Option<PathBuf>,
     },
 
+    /// The file system refused a write: it is mounted read-only, or it is
+    /// full. The store is not damaged; what was acknowledged before is
+    /// there. `path` is `None` when the refusal came without one (a tantivy
+    /// lock or segment file); the CLI then names the store's folder.
+    #[error(
+        "{}: {reason}; nothing was written (the store is not damaged: every write that \
+         returned success before is kept). {advice}",
+        path.as_ref().map_or("a file of the store's index".into(), |p| p.display().to_string()),
+        advice = unwritable_advice(reason)
+    )]
+    Unwritable {
+        /// The file or folder, when known.
+        path: Option<PathBuf>,
+        /// `read-only file system`, `no space left on device`, `disk quota exceeded`.
+        reason: String,
+    },
+
     /// A stored record does not decode.
     #[error("record `{id}` in the store is unreadable: {message}")]
     CorruptRecord {
@@ -254,6 +271,47 @@ pub enum Error {
     #[error("the embedding model cannot be used: {0}")]
     Model(String),
 
+    /// Stored bytes are damaged: a file of an index is missing, cut short or
+    /// fails its checksum (found after the index library failed on it, see
+    /// `crate::index::damage`). `path` is the first damaged file.
+    #[error(
+        "the store is damaged: {detail}; `knowledge-db verify` lists every damaged file and \
+         `knowledge-db repair` rebuilds what can be rebuilt from what the store still holds \
+         (it says what, if anything, was lost)"
+    )]
+    Damaged {
+        /// The first damaged file.
+        path: PathBuf,
+        /// Every damaged file, with what is wrong with it.
+        detail: String,
+    },
+
+    /// A bug: the program failed (panicked) on a store whose files are sound.
+    #[error(
+        "internal error on the store at {}: {message} (a bug, not damage: every file of its \
+         indexes passed its checks; please report it with this message)",
+        path.display()
+    )]
+    Internal {
+        /// The store's folder.
+        path: PathBuf,
+        /// The panic's message and where it happened.
+        message: String,
+    },
+
+    /// A hook could not store a session's messages; `trace` says where the
+    /// marker for the next hook that can write is (see
+    /// `crate::integrations::hooks::missed`), or what to run.
+    #[error("could not store session {session}'s new messages: {cause}; {trace}")]
+    CaptureMissed {
+        /// The session.
+        session: String,
+        /// Why the capture failed.
+        cause: Box<Error>,
+        /// Where the trace is, or what to run.
+        trace: String,
+    },
+
     /// Sync with a team's Postgres failed (see `crate::sync`): the server
     /// could not be reached, refused, or holds what this build cannot read.
     #[error("sync: {0}")]
@@ -267,6 +325,12 @@ impl Error {
         if source.kind() == std::io::ErrorKind::PermissionDenied {
             return Error::PermissionDenied { path: Some(path) };
         }
+        if let Some(reason) = unwritable_reason(&source) {
+            return Error::Unwritable {
+                path: Some(path),
+                reason: reason.into(),
+            };
+        }
         Error::Io { path, source }
     }
 
@@ -275,7 +339,11 @@ impl Error {
     /// (the store itself when none can be told apart, e.g. for root on a
     /// read-only file system).
     pub fn name_denied_path(&mut self, root: &Path) {
-        if let Error::PermissionDenied { path: path @ None } = self {
+        if let Error::PermissionDenied { path: path @ None }
+        | Error::Unwritable {
+            path: path @ None, ..
+        } = self
+        {
             let candidates = [
                 root.to_path_buf(),
                 root.join("text"),
@@ -284,11 +352,42 @@ impl Error {
                 root.join("vectors"),
             ];
             let unwritable = candidates
-                .into_iter()
-                .find(|dir| dir.is_dir() && !writable(dir));
-            *path = Some(unwritable.unwrap_or_else(|| root.to_path_buf()));
+                .iter()
+                .find(|dir| dir.is_dir() && !writable(dir))
+                .cloned();
+            // Else a file of the indexes (or the lock) this process may not
+            // read and write: a refusal of a file names the file.
+            let refused_file = || {
+                candidates.iter().find_map(|dir| {
+                    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+                        .ok()?
+                        .flatten()
+                        .map(|e| e.path())
+                        .filter(|p| p.is_file())
+                        .collect();
+                    entries.sort();
+                    entries
+                        .into_iter()
+                        .find(|f| !accessible(f, libc::R_OK | libc::W_OK))
+                })
+            };
+            *path = Some(
+                unwritable
+                    .or_else(refused_file)
+                    .unwrap_or_else(|| root.to_path_buf()),
+            );
         }
     }
+}
+
+/// Whether this process may access `path` in `mode` (`libc::R_OK` …).
+fn accessible(path: &Path, mode: libc::c_int) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c_path` is a valid NUL-terminated string for the call's duration.
+    unsafe { libc::access(c_path.as_ptr(), mode) == 0 }
 }
 
 /// `path`, or the nearest folder above it that exists (what to look at when a
@@ -316,10 +415,58 @@ fn writable(dir: &Path) -> bool {
 
 impl From<tantivy::TantivyError> for Error {
     fn from(error: tantivy::TantivyError) -> Self {
+        if let Some((path, reason)) = unwritable_in(&error) {
+            return Error::Unwritable {
+                path,
+                reason: reason.into(),
+            };
+        }
         match permission_denied_in(&error) {
             Some(path) => Error::PermissionDenied { path },
             None => Error::Index(error),
         }
+    }
+}
+
+/// A refused write in words, when `error` is one (a read-only or full file
+/// system): what [`Error::Unwritable`] says.
+fn unwritable_reason(error: &std::io::Error) -> Option<&'static str> {
+    match error.raw_os_error() {
+        Some(libc::EROFS) => Some("read-only file system"),
+        Some(libc::ENOSPC) => Some("no space left on device"),
+        Some(libc::EDQUOT) => Some("disk quota exceeded"),
+        _ => None,
+    }
+}
+
+fn unwritable_advice(reason: &str) -> &'static str {
+    if reason.starts_with("read-only") {
+        "Mount it read-write: knowledge-db writes in the store folder, even to search (the \
+         index takes a lock file there)"
+    } else {
+        "Free some space and run the command again (`knowledge-db verify` checks the store)"
+    }
+}
+
+/// Whether a tantivy error is a refused write of a read-only or full file
+/// system; the absolute path it names, if any, and the reason.
+fn unwritable_in(error: &tantivy::TantivyError) -> Option<(Option<PathBuf>, &'static str)> {
+    use tantivy::directory::error::{LockError, OpenDirectoryError, OpenReadError, OpenWriteError};
+    use tantivy::TantivyError as T;
+    let named = |p: &Path| p.is_absolute().then(|| p.to_path_buf());
+    match error {
+        T::LockFailure(LockError::IoError(e), _) | T::IoError(e) => {
+            Some((None, unwritable_reason(e)?))
+        }
+        T::OpenWriteError(OpenWriteError::IoError { io_error, filepath })
+        | T::OpenReadError(OpenReadError::IoError { io_error, filepath }) => {
+            Some((named(filepath), unwritable_reason(io_error)?))
+        }
+        T::OpenDirectoryError(OpenDirectoryError::IoError {
+            io_error,
+            directory_path,
+        }) => Some((named(directory_path), unwritable_reason(io_error)?)),
+        _ => None,
     }
 }
 

@@ -11,13 +11,14 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{samples, TestStore};
+use common::{now_rfc3339, samples, upkeep_env, wait_for_worker, TestStore, WORKER_BOUND};
 use serde_json::Value;
 
-/// `knowledge-db --store S` with the upkeep on (the other tests turn it off).
+/// `knowledge-db --store S` with the upkeep on (the other tests turn it off),
+/// its worker at normal priority so that a busy machine runs it.
 fn on(store: &TestStore) -> assert_cmd::Command {
     let mut cmd = store.cmd();
-    cmd.env("KNOWLEDGE_DB_UPKEEP", "on");
+    upkeep_env(&mut cmd);
     cmd
 }
 
@@ -25,11 +26,17 @@ fn status(store: &TestStore) -> Value {
     store.json(&["upkeep", "--status"])
 }
 
-/// Polls until `done` holds, or fails after `limit`.
-fn wait_until(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
+/// Polls until `done` holds, or fails after [`WORKER_BOUND`]: for a worker
+/// this test started as its child (at normal priority), to kill it once it
+/// got somewhere. A worker a command started is waited for by its own
+/// signal ([`wait_for_worker`]).
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let started = Instant::now();
     while !done() {
-        assert!(started.elapsed() < limit, "timed out waiting for {what}");
+        assert!(
+            started.elapsed() < WORKER_BOUND,
+            "timed out waiting for {what}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -81,6 +88,7 @@ fn spawn_worker(store: &TestStore) -> std::process::Child {
         .arg(store.path())
         .args(["upkeep", "--background"])
         .env_remove("KNOWLEDGE_DB_HOME")
+        .env("KNOWLEDGE_DB_UPKEEP_PRIORITY", "normal")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -90,6 +98,7 @@ fn spawn_worker(store: &TestStore) -> std::process::Child {
 #[test]
 fn a_write_starts_one_worker_that_computes_the_vectors_and_exits() {
     let store = TestStore::new();
+    let since = now_rfc3339();
     on(&store)
         .args(["add", "--embed", "later"])
         .arg(samples())
@@ -97,8 +106,8 @@ fn a_write_starts_one_worker_that_computes_the_vectors_and_exits() {
         .success();
     let waiting_at_first = store.json(&["stats"])["records"].as_u64().unwrap();
     assert!(waiting_at_first > 0);
-    wait_until(Duration::from_secs(180), "the vectors", || {
-        vectors_waiting(&store) == 0 && status(&store)["running"] == false
+    wait_for_worker(&store.path(), &since, "the vectors", || {
+        vectors_waiting(&store) == 0
     });
     let status = status(&store);
     let run = &status["last_run"];
@@ -122,12 +131,13 @@ fn reads_are_folded_and_the_policy_applied_without_cron() {
     // A big access log (as after many searches) is folded in the background.
     let line = format!("{}\tseg-auth-0001\n", 1_767_609_720_000_i64);
     std::fs::write(store.path().join("access.log"), line.repeat(3000)).unwrap();
+    let since = now_rfc3339();
     on(&store)
         .args(["search", "--mode", "bm25", "oauth2.py"])
         .assert()
         .success();
-    wait_until(Duration::from_secs(60), "the fold", || {
-        !store.path().join("access.log").exists() && status(&store)["running"] == false
+    wait_for_worker(&store.path(), &since, "the fold", || {
+        !store.path().join("access.log").exists()
     });
     let record = store.json(&["get", "seg-auth-0001"]);
     assert_eq!(record["access_count"].as_u64(), Some(3001), "{record}");
@@ -138,14 +148,14 @@ fn reads_are_folded_and_the_policy_applied_without_cron() {
         ("archive_older_than", "\"0s\""),
     ]);
     let note = store.write("n.json", br#"{"id":"late","text":"a late note"}"#);
+    let since = now_rfc3339();
     on(&store)
         .args(["add", "--embed", "later"])
         .arg(&note)
         .assert()
         .success();
-    wait_until(Duration::from_secs(120), "the archive", || {
-        let stats = store.json(&["stats"]);
-        stats["by_tier"]["l2"].is_null() && status(&store)["running"] == false
+    wait_for_worker(&store.path(), &since, "the archive", || {
+        store.json(&["stats"])["by_tier"]["l2"].is_null()
     });
     assert_eq!(store.json(&["get", "late"])["tier"], "l3");
     store.cmd().arg("verify").assert().success();
@@ -179,9 +189,7 @@ fn a_worker_killed_at_any_moment_loses_nothing_and_the_next_resumes() {
         // the others after the worker has committed a batch, whatever the
         // machine's speed, at a random moment of a later batch.
         if round % 2 == 1 {
-            wait_until(Duration::from_secs(300), "a committed batch", || {
-                vectors_waiting(&store) < waiting
-            });
+            wait_until("a committed batch", || vectors_waiting(&store) < waiting);
         }
         std::thread::sleep(Duration::from_millis(seed % 1500));
         let _ = worker.kill(); // SIGKILL
@@ -269,12 +277,13 @@ fn a_worker_that_fails_is_not_restarted_at_every_write() {
     };
     let mut add = on(&store);
     with_fake(&mut add);
+    let since = now_rfc3339();
     add.args(["add", "--embed", "later"])
         .arg(store.write("a.json", br#"{"id":"a","text":"first"}"#))
         .assert()
         .success();
-    wait_until(Duration::from_secs(60), "the failure", || {
-        !status(&store)["last_error"].is_null() && status(&store)["running"] == false
+    wait_for_worker(&store.path(), &since, "the failure", || {
+        !status(&store)["last_error"].is_null()
     });
     let failed = status(&store);
     assert!(
@@ -350,10 +359,10 @@ fn a_store_made_under_older_embedding_text_rules_is_brought_up_to_date() {
     // The next write's worker checks every vector; these texts were embedded
     // under the current rules already, so none is made again.
     let note = store.write("n.json", br#"{"id":"late","text":"a late note"}"#);
+    let since = now_rfc3339();
     on(&store).args(["add"]).arg(&note).assert().success();
-    wait_until(Duration::from_secs(120), "the rules check", || {
+    wait_for_worker(&store.path(), &since, "the rules check", || {
         store.json(&["stats"])["vector_text_rules"].as_u64() == Some(current)
-            && status(&store)["running"] == false
     });
     let status = status(&store);
     assert!(status["last_error"].is_null(), "{status}");
@@ -411,7 +420,7 @@ fn a_large_backlog_is_drafted_first_and_the_drafts_replaced_even_after_a_kill() 
     let before = contents(&store);
     let mut worker = spawn_worker(&store);
     // Killed once every record has a vector, some of them drafts.
-    wait_until(Duration::from_secs(300), "every record drafted", || {
+    wait_until("every record drafted", || {
         let stats = store.json(&["stats"]);
         stats["vectors"]["without_vector"] == 0 && stats["vectors"]["drafts"].as_u64() > Some(0)
     });

@@ -150,7 +150,12 @@ test("the child is restarted when it dies", async () => {
   const pid = client.pid();
   assert.ok(pid, "no child");
   process.kill(pid, "SIGKILL");
-  await new Promise((r) => setTimeout(r, 300));
+  // Wait for the client to see the child's exit (its close event), not for a
+  // fixed time: on a loaded machine 300 ms was not always enough.
+  for (const since = Date.now(); client.pid() !== null; ) {
+    assert.ok(Date.now() - since < 60_000, "the child's exit was never seen");
+    await new Promise((r) => setTimeout(r, 20));
+  }
   const result = await engine.ingest({ sessionId: "restart-1", message: conversation(1)[0] });
   assert.equal(result.ingested, true);
   assert.notEqual(client.pid(), pid);

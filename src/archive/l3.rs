@@ -25,6 +25,8 @@ const WRITER_HEAP_BYTES: usize = 96 * 1024 * 1024;
 pub struct L3Index {
     index: Index,
     fields: IndexFields,
+    /// The store's folder (`<store>/archive/index` is two levels down).
+    store_root: std::path::PathBuf,
 }
 
 impl L3Index {
@@ -49,11 +51,21 @@ impl L3Index {
     }
 
     fn open_dir(dir: &Path) -> Result<L3Index> {
-        let mut index = Index::open_in_dir(dir)?;
+        let store_root = dir
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(dir)
+            .to_path_buf();
+        let mut index =
+            crate::index::damage::guarded(&store_root, || Ok(Index::open_in_dir(dir)?))?;
         crate::index::search_in_parallel(&mut index)?;
         register_tokenizers(&index);
         let fields = IndexFields::from_schema(&index.schema())?;
-        Ok(L3Index { index, fields })
+        Ok(L3Index {
+            index,
+            fields,
+            store_root,
+        })
     }
 
     /// The L3 index's fields.
@@ -61,13 +73,16 @@ impl L3Index {
         &self.fields
     }
 
-    /// A reader that reloads only when asked (manual reload policy).
+    /// A reader that reloads only when asked (manual reload policy). A
+    /// damaged segment is an error naming it (`crate::index::damage`).
     pub fn reader(&self) -> Result<IndexReader> {
-        Ok(self
-            .index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()?)
+        crate::index::damage::guarded(&self.store_root, || {
+            Ok(self
+                .index
+                .reader_builder()
+                .reload_policy(ReloadPolicy::Manual)
+                .try_into()?)
+        })
     }
 
     /// A writer; the caller holds the store's writer lock. Like L2's writer it
@@ -132,6 +147,28 @@ impl L3Index {
             writer.delete_term(Term::from_field_text(self.fields.id, id));
         }
     }
+}
+
+/// Every record the L3 index knows, with where it says the record is: what
+/// `verify` and `repair` compare with what the archive files hold (a
+/// damaged file's records are named by it). Read from the stored fields.
+pub fn indexed(searcher: &Searcher, fields: &IndexFields) -> Result<Vec<(String, Location)>> {
+    let mut found = Vec::new();
+    for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+        for doc in segment.doc_ids_alive() {
+            let stored: TantivyDocument =
+                searcher.doc(tantivy::DocAddress::new(ord as u32, doc))?;
+            let id = stored.get_first(fields.id).and_then(|v| v.as_str());
+            let at = stored
+                .get_first(fields.record)
+                .and_then(|v| v.as_str())
+                .and_then(Location::decode);
+            if let (Some(id), Some(at)) = (id, at) {
+                found.push((id.to_string(), at));
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// Where the archived record with this id is, if the L3 index knows it.

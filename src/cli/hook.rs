@@ -363,29 +363,43 @@ fn as_hook(
             if hooks::skip_forgotten(root, &input)? {
                 return Ok((input, None));
             }
-            // Even a bug must not fail the agent's tool call: a panic is logged too.
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&input)))
-                .unwrap_or_else(|_| {
-                    Err(anyhow::anyhow!(
-                        "the hook panicked (a bug; please report it)"
-                    ))
-                })
+            // Even a bug must not fail the agent's tool call: a panic is
+            // logged too, as the damaged file it met (or as a bug when the
+            // store's files are sound).
+            knowledge_db::index::damage::catch(root, || body(&input))
+                .map_err(anyhow::Error::from)
+                .and_then(|out| out)
+                .map_err(|error| super::explain_index_error(root, error))
                 .map(|out| (input, out))
         });
+    if let Some(report) = knowledge_db::index::damage::take_background_panic() {
+        let session = serde_json::from_slice::<serde_json::Value>(&raw)
+            .ok()
+            .and_then(|v| v.get("session_id")?.as_str().map(str::to_string));
+        let text = knowledge_db::index::damage::background_failure(root, &report);
+        files.log_line(name, session.as_deref(), &format!("warning: {text}"));
+    }
     match result {
         Ok((_, Some(output))) => println!("{output}"),
         Ok((_, None)) => {}
-        Err(e) => {
+        Err(mut e) => {
+            // A refusal that came without a path names the store's folder.
+            if let Some(error) = e.downcast_mut::<knowledge_db::error::Error>() {
+                error.name_denied_path(root);
+            }
             let session = serde_json::from_slice::<serde_json::Value>(&raw)
                 .ok()
                 .and_then(|v| v.get("session_id")?.as_str().map(str::to_string));
             // Each cause once: an io error's text is already in its path error's.
             let text = super::output::error_chain(&e);
-            files.log_line(name, session.as_deref(), &format!("error: {text}"));
-            eprintln!(
-                "knowledge-db hook {name}: {text} (logged to {})",
-                files.log().display()
-            );
+            // Says where the line really went (a read-only store's log
+            // cannot be written: the user's state folder takes it).
+            let logged =
+                match files.log_line_checked(name, session.as_deref(), &format!("error: {text}")) {
+                    Ok(logged) => logged.to_string(),
+                    Err(why) => why,
+                };
+            eprintln!("knowledge-db hook {name}: {text} ({logged})");
         }
     }
     ExitCode::SUCCESS

@@ -263,7 +263,22 @@ pub fn main() -> ExitCode {
         closed_pipe_ends_quietly(false);
     }
     let root = cli.store.clone().unwrap_or_else(default_root);
-    match run(cli) {
+    // The last resort against damaged stored bytes: a panic in the index
+    // library becomes an error naming the damaged file (see `store::damage`).
+    let outcome = knowledge_db::index::damage::catch(&root, || run(cli))
+        .map_err(anyhow::Error::from)
+        .and_then(|ran| ran);
+    // An index error on a damaged store names the damaged files.
+    let outcome = outcome.map_err(|error| explain_index_error(&root, error));
+    // A panic the index library caught in one of its threads (a merge of a
+    // damaged segment) did not stop the command: said, with the diagnosis.
+    if let Some(report) = knowledge_db::index::damage::take_background_panic() {
+        eprintln!(
+            "warning: {}",
+            knowledge_db::index::damage::background_failure(&root, &report)
+        );
+    }
+    match outcome {
         Ok(code) => code,
         Err(mut error) => {
             if let Some(e) = error.downcast_mut::<Error>() {
@@ -275,6 +290,21 @@ pub fn main() -> ExitCode {
                 .is_some_and(|e| matches!(e, Error::Usage(_)));
             ExitCode::from(if usage { 2 } else { 1 })
         }
+    }
+}
+
+/// An index error on a damaged store, made to name the damaged files
+/// (`index::damage::explain`); other errors, and errors with context of
+/// their own, unchanged.
+pub(crate) fn explain_index_error(root: &std::path::Path, error: anyhow::Error) -> anyhow::Error {
+    let bare_index_error = matches!(error.downcast_ref::<Error>(), Some(Error::Index(_)))
+        && error.chain().count() == 1;
+    if !bare_index_error {
+        return error;
+    }
+    match error.downcast::<Error>() {
+        Ok(e) => anyhow::Error::from(knowledge_db::index::damage::explain(root, e)),
+        Err(other) => other,
     }
 }
 

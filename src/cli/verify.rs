@@ -55,9 +55,12 @@ pub(crate) fn run_verify(root: &Path, args: VerifyArgs) -> anyhow::Result<ExitCo
 }
 
 pub(crate) fn run_repair(root: &Path, args: RepairArgs) -> anyhow::Result<ExitCode> {
-    // Only the config is read here: the text index may be too damaged to open.
-    let config = knowledge_db::store::Config::load(&root.join("config.toml"))?;
-    let secs = args.lock_timeout.unwrap_or(config.limits.lock_timeout_secs);
+    // Only the config is read here: the text index may be too damaged to
+    // open, and the config itself may be (repair replaces it, saying so).
+    let configured = knowledge_db::store::Config::load(&root.join("config.toml"))
+        .map(|c| c.limits.lock_timeout_secs)
+        .unwrap_or(30.0);
+    let secs = args.lock_timeout.unwrap_or(configured);
     let lock_timeout = std::time::Duration::from_secs_f64(secs.max(0.0));
     let bar = output::progress_bar();
     bar.set_message("checking and rebuilding");
@@ -69,6 +72,9 @@ pub(crate) fn run_repair(root: &Path, args: RepairArgs) -> anyhow::Result<ExitCo
     if args.json {
         output::print_json(&report)?;
     } else {
+        if let Some(note) = &report.config_replaced {
+            println!("{note}");
+        }
         if let Some(text) = &report.text_rebuilt {
             println!(
                 "text index rebuilt: {} record(s) re-indexed from {} segment document store(s); the damaged index is kept at {}",

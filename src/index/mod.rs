@@ -9,6 +9,7 @@
 //! `project`, `origin`, plus the `timestamp` date and the last `turn` covered.
 //! `hash` fingerprints a record version so re-adding it is a no-op.
 
+pub mod damage;
 pub mod lookup;
 pub mod stem;
 pub mod tokenizer;

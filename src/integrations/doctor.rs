@@ -110,6 +110,7 @@ pub fn doctor(targets: &Targets, fallback_store: &Path) -> DoctorReport {
         check_sync(&opened, &mut checks);
     }
     check_hooks_log(&store, &mut checks);
+    check_missed_captures(&store, &mut checks);
     DoctorReport {
         ok: checks.0.iter().all(|c| c.outcome != Outcome::Fail),
         store: Some(store),
@@ -633,6 +634,41 @@ fn check_sync(store: &Store, checks: &mut Checks) {
 }
 
 /// The last errors the hooks logged.
+/// Captures the hooks could not write (a read-only or full store), waiting
+/// in the user's state folder for the next hook that can write.
+fn check_missed_captures(store: &Path, checks: &mut Checks) {
+    let missed = crate::integrations::hooks::missed::markers(store);
+    if missed.is_empty() {
+        checks.ok(
+            "missed captures",
+            "every session's capture was written".into(),
+        );
+        return;
+    }
+    let lines: Vec<String> = missed
+        .iter()
+        .map(|(path, m)| {
+            format!(
+                "session {} ({}) since {}: {} [{}]",
+                m.session_id,
+                m.transcript.display(),
+                m.since,
+                m.error,
+                path.display()
+            )
+        })
+        .collect();
+    checks.warn(
+        "missed captures",
+        format!(
+            "{} session(s) could not be stored:\n{}",
+            missed.len(),
+            lines.join("\n")
+        ),
+        "the next hook that can write stores them; or run `knowledge-db ingest <transcript>` once the store is writable",
+    );
+}
+
 fn check_hooks_log(store: &Path, checks: &mut Checks) {
     let log = store.join("hooks").join("hooks.log");
     let text = std::fs::read_to_string(&log).unwrap_or_default();

@@ -167,6 +167,11 @@ pub struct MemoryServer {
 
 #[tool_router]
 impl MemoryServer {
+    /// The store's folder (for the guard against damaged stored bytes).
+    fn root(&self) -> std::path::PathBuf {
+        self.service.store().root().to_path_buf()
+    }
+
     /// A server on `service`, with the QMD collection list its store uses.
     pub fn new(service: MemoryService) -> MemoryServer {
         let collections_file = super::qmd::collections_file(service.store().root());
@@ -221,7 +226,7 @@ impl MemoryServer {
             origin: args.origin,
         };
         let service = Arc::clone(&self.service);
-        blocking(move || {
+        blocking(self.root(), move || {
             let response = service.search(&request)?;
             if openclaw_format {
                 return openclaw_answer(&service, &response);
@@ -240,7 +245,7 @@ impl MemoryServer {
     ) -> Result<CallToolResult, ErrorData> {
         let service = Arc::clone(&self.service);
         let collections_file = self.collections_file.clone();
-        blocking(move || {
+        blocking(self.root(), move || {
             match (args.id, args.path, args.session) {
                 (None, None, Some(session)) => {
                     let Some(from) = args.from else {
@@ -302,7 +307,7 @@ impl MemoryServer {
             return Ok(failure(&why));
         }
         let service = Arc::clone(&self.service);
-        blocking(move || {
+        blocking(self.root(), move || {
             let outcome = service.add(args.records)?;
             let report = &outcome.summary.report;
             let mut text = format!(
@@ -336,7 +341,7 @@ impl MemoryServer {
             return Ok(failure("`prompt` is empty"));
         }
         let service = Arc::clone(&self.service);
-        blocking(move || {
+        blocking(self.root(), move || {
             let settings =
                 crate::flows::recall::RecallSettings::from_store(service.store().root())?;
             let request = crate::flows::recall::RecallRequest {
@@ -386,7 +391,7 @@ impl MemoryServer {
         Parameters(_): Parameters<StatsArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         let service = Arc::clone(&self.service);
-        blocking(move || {
+        blocking(self.root(), move || {
             let stats = service.stats()?;
             let mut value = serde_json::to_value(&stats).unwrap_or(Value::Null);
             value["vector"] = json!(service.vector_status()?);
@@ -574,11 +579,14 @@ fn openclaw_answer(
 }
 
 /// Runs store work on the blocking pool; library errors become `isError` results.
-async fn blocking<F>(work: F) -> Result<CallToolResult, ErrorData>
+/// A panic on damaged stored bytes becomes the error naming the damaged
+/// file (`crate::index::damage`), answered like any other.
+async fn blocking<F>(root: std::path::PathBuf, work: F) -> Result<CallToolResult, ErrorData>
 where
     F: FnOnce() -> crate::Result<CallToolResult> + Send + 'static,
 {
-    match tokio::task::spawn_blocking(work).await {
+    let guarded = move || crate::index::damage::guarded(&root, work);
+    match tokio::task::spawn_blocking(guarded).await {
         Ok(Ok(result)) => Ok(result),
         Ok(Err(error)) => Ok(failure(&error.to_string())),
         Err(join) => Err(ErrorData::internal_error(

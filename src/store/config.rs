@@ -382,6 +382,43 @@ impl Config {
     }
 }
 
+/// For `repair`: a `config.toml` that cannot be read as a config (cut short,
+/// emptied, overwritten, not UTF-8) or is missing beside a text index is
+/// moved aside to `config.toml.damaged-<time>` (kept, never deleted) and a
+/// config with the default settings written in its place. Returns where the
+/// damaged one is kept (when there was one) and why it could not be read;
+/// `None` when the config reads (also one of another format version, which
+/// is refused elsewhere, never replaced).
+pub fn replace_damaged(root: &Path) -> Result<Option<(Option<std::path::PathBuf>, String)>> {
+    let path = root.join("config.toml");
+    let why = match Config::load(&path) {
+        Ok(_) => return Ok(None),
+        Err(Error::Config { message, .. }) => message,
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::InvalidData => {
+            source.to_string()
+        }
+        Err(Error::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound
+                && root.join("text").join("meta.json").exists() =>
+        {
+            "it is missing".to_string()
+        }
+        Err(e) => return Err(e),
+    };
+    let kept = if path.exists() {
+        let kept = root.join(format!(
+            "config.toml.damaged-{}",
+            crate::now_rfc3339().replace(':', "")
+        ));
+        fs::rename(&path, &kept).map_err(|e| Error::io(&path, e))?;
+        Some(kept)
+    } else {
+        None
+    };
+    Config::new(crate::now_rfc3339()).save(&path)?;
+    Ok(Some((kept, why)))
+}
+
 /// One table of a store's `config.toml` that belongs to a room above the
 /// store (`[hooks]`, `[recall]`), read on its own: its defaults when the file
 /// or the table is missing; an error naming the file and table when it does

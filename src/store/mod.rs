@@ -32,6 +32,7 @@ pub mod lock;
 pub mod rescue;
 mod rules;
 pub mod scope;
+pub mod state_files;
 pub mod tier;
 pub mod tombstones;
 pub mod verify;
@@ -241,7 +242,8 @@ impl Store {
                 expected: FORMAT_VERSION,
             });
         }
-        let mut index = Index::open_in_dir(root.join("text"))?;
+        let text = root.join("text");
+        let mut index = crate::index::damage::guarded(root, || Ok(Index::open_in_dir(&text)?))?;
         crate::index::search_in_parallel(&mut index)?;
         register_tokenizers(&index);
         let fields = IndexFields::from_schema(&index.schema())?;
@@ -288,12 +290,16 @@ impl Store {
     }
 
     /// A reader on the latest commit. Readers never block writers or each other.
+    /// Opening the segments reads their stored bytes: a damaged one is an
+    /// [`Error::Damaged`] naming it (see [`crate::index::damage`]), never a panic.
     pub fn reader(&self) -> Result<IndexReader> {
-        Ok(self
-            .index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()?)
+        crate::index::damage::guarded(&self.root, || {
+            Ok(self
+                .index
+                .reader_builder()
+                .reload_policy(ReloadPolicy::Manual)
+                .try_into()?)
+        })
     }
 
     /// The lock timeout from the config, unless the caller gives one.

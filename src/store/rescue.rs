@@ -38,50 +38,18 @@ const REBUILD_HEAP_BYTES: usize = 64 * 1024 * 1024;
 /// What is wrong with `<store>/text/`, in words; empty when it is sound.
 pub fn problems(root: &Path) -> Vec<String> {
     let text = root.join("text");
-    let index = match Index::open_in_dir(&text) {
-        Ok(index) => index,
-        Err(e) => return vec![format!("text/ cannot be opened: {e}")],
-    };
-    let metas = match index.load_metas() {
-        Ok(metas) => metas,
-        Err(e) => return vec![format!("text/meta.json cannot be read: {e}")],
-    };
-    let mut found = Vec::new();
-    for segment in &metas.segments {
-        let mut components = vec![
-            SegmentComponent::Postings,
-            SegmentComponent::Positions,
-            SegmentComponent::FastFields,
-            SegmentComponent::FieldNorms,
-            SegmentComponent::Terms,
-            SegmentComponent::Store,
-        ];
-        if segment.has_deletes() {
-            components.push(SegmentComponent::Delete);
-        }
-        for component in components {
-            let file = segment.relative_path(component);
-            if !text.join(&file).exists() {
-                found.push(format!("text/{} is missing", file.display()));
-            }
-        }
-    }
-    match index.validate_checksum() {
-        Ok(damaged) => {
-            let mut names: Vec<String> = damaged
-                .iter()
-                .map(|p| format!("text/{} fails its checksum", p.display()))
-                .collect();
-            names.sort();
-            found.extend(names);
-        }
-        Err(e) => found.push(format!("text/ checksums cannot be read: {e}")),
-    }
+    let mut found: Vec<String> = crate::index::damage::index_problems(&text, "text")
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     if found.is_empty() {
-        register_tokenizers(&index);
-        let opened = catch_unwind(AssertUnwindSafe(|| {
-            index.reader().map(|r| r.searcher().num_docs())
-        }));
+        let opened = crate::index::damage::quiet_panics(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                let index = Index::open_in_dir(&text)?;
+                register_tokenizers(&index);
+                index.reader().map(|r| r.searcher().num_docs())
+            }))
+        });
         match opened {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => found.push(format!("text/ cannot be read: {e}")),
@@ -135,14 +103,18 @@ pub fn rebuild(root: &Path, _lock: &WriterLock, archived: &[String]) -> Result<R
     let directory = MmapDirectory::open(&text)
         .map_err(|e| Error::io(&text, std::io::Error::other(e.to_string())))?;
     let fields = IndexFields::from_schema(&IndexFields::schema())?;
-    let known =
-        catch_unwind(AssertUnwindSafe(|| ids_by_doc(&directory, &segments))).unwrap_or_default();
+    let known = crate::index::damage::quiet_panics(|| {
+        catch_unwind(AssertUnwindSafe(|| ids_by_doc(&directory, &segments)))
+    })
+    .unwrap_or_default();
     let mut records: HashMap<String, (Record, Option<Vec<f32>>)> = HashMap::new();
     let mut lost_docs: Vec<(String, u32, String)> = Vec::new();
     for segment in &segments {
-        let read = catch_unwind(AssertUnwindSafe(|| {
-            read_segment(&directory, segment, &fields, &mut lost_docs)
-        }));
+        let read = crate::index::damage::quiet_panics(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                read_segment(&directory, segment, &fields, &mut lost_docs)
+            }))
+        });
         let docs = match read {
             Ok(Ok(docs)) => docs,
             Ok(Err(why)) => {
@@ -203,9 +175,16 @@ pub fn finish_interrupted_swap(root: &Path) -> Result<()> {
 
 /// Segments from `meta.json`, else every `.store` file in the folder.
 fn find_segments(text: &Path, report: &mut RescueReport) -> Vec<FoundSegment> {
-    let index = Index::open_in_dir(text);
-    let metas = index.as_ref().map_err(|e| e.to_string()).and_then(|index| {
-        let damaged = index.validate_checksum().unwrap_or_default();
+    let index = crate::index::damage::quiet_panics(|| catch_unwind(|| Index::open_in_dir(text)))
+        .map_err(|_| "the index library panicked".to_string())
+        .and_then(|opened| opened.map_err(|e| e.to_string()));
+    let metas = index.and_then(|index| {
+        let damaged: std::collections::HashSet<PathBuf> =
+            crate::index::damage::checksum_problems(&index, text, "")
+                .unwrap_or_default()
+                .into_iter()
+                .map(|p| p.path)
+                .collect();
         Ok((index.load_metas().map_err(|e| e.to_string())?, damaged))
     });
     if let Ok((metas, damaged)) = metas {

@@ -68,9 +68,9 @@ pub fn count_files(store: &Store, extension: &str) -> usize {
 }
 
 fn text_checksums(store: &Store) -> Result<Check> {
-    let damaged = store.index().validate_checksum()?;
-    let mut names: Vec<String> = damaged.iter().map(|p| p.display().to_string()).collect();
-    names.sort();
+    let damaged =
+        crate::index::damage::checksum_problems(store.index(), &store.root().join("text"), "text")?;
+    let names: Vec<String> = damaged.iter().map(ToString::to_string).collect();
     Ok(Check {
         warning: false,
         name: "text index checksums",
@@ -79,7 +79,7 @@ fn text_checksums(store: &Store) -> Result<Check> {
             "every file of the current commit matches its checksum".into()
         } else {
             format!(
-                "{} damaged file(s) in text/: {}; `knowledge-db repair` re-indexes the records from the segments' document stores",
+                "{} damaged file(s): {}; `knowledge-db repair` re-indexes the records from the segments' document stores",
                 names.len(),
                 names.join(", ")
             )

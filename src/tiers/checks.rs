@@ -88,32 +88,42 @@ pub fn checks(store: &Store, searcher: &Searcher) -> Result<(Vec<Check>, Option<
     for id in live.iter().filter(|id| !explained(Some(id.as_str()))) {
         tier_problems.push(format!("{id} is both in L2 and archived"));
     }
-    match L3Index::open_existing(&archive)? {
-        None if !where_archived.is_empty() && !explained(None) => {
+    // A damaged L3 index is a problem found, not an error: `repair` builds
+    // it again from the archive files.
+    let l3_dir = archive.dir().join("index");
+    if l3_dir.join("meta.json").exists() {
+        for problem in crate::index::damage::index_problems(&l3_dir, "archive/index") {
+            tier_problems.push(format!(
+                "{problem}; `knowledge-db repair` builds the archive's index again from the archive files"
+            ));
+        }
+    }
+    let opened = L3Index::open_existing(&archive).and_then(|l3| match l3 {
+        Some(l3) => Ok(Some((l3.reader()?.searcher(), l3))),
+        None => Ok(None),
+    });
+    let opened = match opened {
+        Ok(opened) => opened,
+        Err(e) => {
+            tier_problems.push(format!(
+                "the archive's index cannot be read ({e}); `knowledge-db repair` builds it again from the archive files"
+            ));
+            None
+        }
+    };
+    match opened {
+        None if !where_archived.is_empty() && !explained(None) && tier_problems.is_empty() => {
             tier_problems.push("archived records but no L3 index".into())
         }
         None => {}
-        Some(l3) => {
-            let l3_searcher = l3.reader()?.searcher();
-            for (id, (file, offset)) in &where_archived {
-                if explained(Some(id)) {
-                    continue;
-                }
-                match locate(&l3_searcher, l3.fields(), id)? {
-                    Some(at) if at.file == *file && at.offset == *offset => {}
-                    Some(at) => tier_problems.push(format!(
-                        "the L3 index puts {id} at {}, but it is at {file}@{offset}",
-                        at.encode()
-                    )),
-                    None => tier_problems.push(format!("{id} is archived but not in the L3 index")),
-                }
-            }
-            let indexed = l3_searcher.num_docs() as usize;
-            if indexed != where_archived.len() && !explained(None) {
-                tier_problems.push(format!(
-                    "the L3 index has {indexed} records, the archive files {}",
-                    where_archived.len()
-                ));
+        Some((l3_searcher, l3)) => {
+            let compared = compare_l3(&l3_searcher, &l3, &where_archived, &explained);
+            match compared {
+                Ok(found) => tier_problems.extend(found),
+                Err(e) => tier_problems.push(format!(
+                    "the archive's index cannot be read ({}); `knowledge-db repair` builds it again from the archive files",
+                    crate::index::damage::explain(store.root(), e)
+                )),
             }
         }
     }
@@ -134,6 +144,50 @@ pub fn checks(store: &Store, searcher: &Searcher) -> Result<(Vec<Check>, Option<
         ),
     ];
     Ok((checks, pending))
+}
+
+/// What the L3 index says against what the archive files hold
+/// (`where_archived`: id -> (file, offset)); ids `explained` by a pending
+/// operation are left to it. An error when the index cannot be read.
+fn compare_l3(
+    l3_searcher: &Searcher,
+    l3: &L3Index,
+    where_archived: &HashMap<String, (String, u64)>,
+    explained: &dyn Fn(Option<&str>) -> bool,
+) -> Result<Vec<String>> {
+    let mut problems = Vec::new();
+    // Records the index knows that no archive file holds any more: their
+    // file was damaged or cut short.
+    for (id, at) in crate::archive::l3::indexed(l3_searcher, l3.fields())? {
+        if !where_archived.contains_key(&id) && !explained(Some(&id)) {
+            problems.push(format!(
+                "{id} is indexed at {}, but {}.jsonl.zst no longer holds it (damaged or cut short): `repair` names it as lost",
+                at.encode(),
+                at.file
+            ));
+        }
+    }
+    for (id, (file, offset)) in where_archived {
+        if explained(Some(id)) {
+            continue;
+        }
+        match locate(l3_searcher, l3.fields(), id)? {
+            Some(at) if at.file == *file && at.offset == *offset => {}
+            Some(at) => problems.push(format!(
+                "the L3 index puts {id} at {}, but it is at {file}@{offset}",
+                at.encode()
+            )),
+            None => problems.push(format!("{id} is archived but not in the L3 index")),
+        }
+    }
+    let indexed = l3_searcher.num_docs() as usize;
+    if indexed != where_archived.len() && !explained(None) {
+        problems.push(format!(
+            "the L3 index has {indexed} records, the archive files {}",
+            where_archived.len()
+        ));
+    }
+    Ok(problems)
 }
 
 /// The pending item of a journalled tier operation: interrupted (the next
@@ -191,18 +245,60 @@ fn check(name: &'static str, problems: &[String], fine: String) -> Check {
 /// Finishes an interrupted operation, rewrites files with torn tails, duplicate
 /// ids or copies shadowed by L2, and rebuilds the L3 index from the files.
 /// Never drops the only copy of a record.
-pub fn repair(store: &Store, lock: &WriterLock) -> Result<()> {
+///
+/// Returns the records that are lost: indexed as archived in a file that no
+/// longer holds them (a damaged frame, a file cut short or emptied), and not
+/// in L2 either, each with the file it was in. A damaged L3 index is moved
+/// aside (`archive/index.damaged-<time>/`, kept) and built again.
+pub fn repair(store: &Store, lock: &WriterLock) -> Result<Vec<String>> {
     let archive = Archive::new(store.root());
     if !archive.exists() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     recover(store, lock)?;
     let searcher = store.reader()?.searcher();
+    // What the index knew before the files are read again; a damaged index
+    // is not trusted (its ids could be damaged too).
+    let l3_dir = archive.dir().join("index");
+    let l3_damaged = l3_dir.join("meta.json").exists()
+        && !crate::index::damage::index_problems(&l3_dir, "archive/index").is_empty();
+    let known_ids = if l3_damaged {
+        Err(crate::Error::Usage("damaged".into()))
+    } else {
+        L3Index::open_existing(&archive).and_then(|l3| match l3 {
+            Some(l3) => crate::archive::l3::indexed(&l3.reader()?.searcher(), l3.fields()),
+            None => Ok(Vec::new()),
+        })
+    };
+    let known: Vec<(String, crate::archive::Location)> = match known_ids {
+        Ok(known) => known,
+        Err(_) => {
+            let index = archive.dir().join("index");
+            let aside = archive.dir().join(format!(
+                "index.damaged-{}",
+                crate::now_rfc3339().replace(':', "")
+            ));
+            std::fs::rename(&index, &aside).map_err(|e| crate::Error::io(&index, e))?;
+            Vec::new()
+        }
+    };
     let l3 = L3Index::open_or_create(&archive)?;
     let mut writer = l3.writer()?;
     writer.delete_all_documents()?;
     for file in archive.files()? {
-        let read = archive.read_file(&file)?;
+        let read = match archive.read_file(&file) {
+            Ok(read) => read,
+            Err(_) => {
+                // Unreadable as a whole: kept aside, its records named below.
+                let path = archive.dir().join(format!("{file}.jsonl.zst"));
+                let aside = archive.dir().join(format!(
+                    "{file}.jsonl.zst.damaged-{}",
+                    crate::now_rfc3339().replace(':', "")
+                ));
+                std::fs::rename(&path, &aside).map_err(|e| crate::Error::io(&path, e))?;
+                continue;
+            }
+        };
         let ids: Vec<String> = read
             .entries
             .iter()
@@ -213,6 +309,15 @@ pub fn repair(store: &Store, lock: &WriterLock) -> Result<()> {
         let torn =
             read.scan.tail != crate::archive::frame::Tail::Clean || !read.scan.damaged.is_empty();
         if torn || !live.is_empty() || distinct.len() != ids.len() {
+            if !read.scan.damaged.is_empty() {
+                // The damaged frames' bytes are kept beside the archive.
+                let path = archive.dir().join(format!("{file}.jsonl.zst"));
+                let aside = archive.dir().join(format!(
+                    "{file}.jsonl.zst.damaged-{}",
+                    crate::now_rfc3339().replace(':', "")
+                ));
+                std::fs::copy(&path, &aside).map_err(|e| crate::Error::io(&aside, e))?;
+            }
             let kept = super::ops::last_copies(read.entries.into_iter().map(|(_, e)| e), &live);
             archive.rewrite(&file, &kept)?;
         }
@@ -220,5 +325,29 @@ pub fn repair(store: &Store, lock: &WriterLock) -> Result<()> {
     }
     writer.commit()?;
     writer.wait_merging_threads()?;
-    Ok(())
+    let mut held: HashSet<String> = HashSet::new();
+    for file in archive.files()? {
+        held.extend(
+            archive
+                .read_file(&file)?
+                .entries
+                .into_iter()
+                .map(|(_, e)| e.record.id),
+        );
+    }
+    let gone: Vec<&(String, crate::archive::Location)> =
+        known.iter().filter(|(id, _)| !held.contains(id)).collect();
+    let live = store.live_ids(&searcher, gone.iter().map(|(id, _)| id))?;
+    let mut lost: Vec<String> = gone
+        .into_iter()
+        .filter(|(id, _)| !live.contains(id))
+        .map(|(id, at)| {
+            format!(
+                "id {id} (archived in {}.jsonl.zst at byte {}): that file no longer holds it (damaged or cut short)",
+                at.file, at.offset
+            )
+        })
+        .collect();
+    lost.sort();
+    Ok(lost)
 }

@@ -129,6 +129,10 @@ pub struct RepairReport {
     /// The rebuild of the text index, when it was damaged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text_rebuilt: Option<RescueReport>,
+    /// A `config.toml` that could not be read, replaced by the defaults: what
+    /// was wrong, and where the damaged file is kept. Its settings are lost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_replaced: Option<String>,
     /// `verify` run again after the repair.
     pub after: VerifyReport,
 }
@@ -164,13 +168,27 @@ pub fn repair_root(
     lock_timeout: Duration,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RepairReport> {
+    let config_replaced = crate::store::config::replace_damaged(root)?.map(|(kept, why)| {
+        format!(
+            "config.toml could not be read ({why}): a config with the default settings was written; \
+             the settings it held are lost{}",
+            kept.map_or(String::new(), |k| format!(
+                " (the damaged file is kept at {})",
+                k.display()
+            ))
+        )
+    });
     let text_rebuilt = {
         let lock = WriterLock::acquire(&root.join("LOCK"), lock_timeout)?;
         rescue::finish_interrupted_swap(root)?;
-        if rescue::problems(root).is_empty() {
-            None
-        } else {
+        // Damaged files, or records that no longer decode in files that
+        // pass their checksums (a merge carried a damaged block on).
+        let damaged = !rescue::problems(root).is_empty()
+            || !crate::index::damage::undecodable_records(&root.join("text"), "text", 1).is_empty();
+        if damaged {
             Some(rescue::rebuild(root, &lock, &archived_ids(root))?)
+        } else {
+            None
         }
     };
     let store = Store::open(root)?;
@@ -184,6 +202,7 @@ pub fn repair_root(
         );
     }
     report.text_rebuilt = text_rebuilt;
+    report.config_replaced = config_replaced;
     Ok(report)
 }
 
@@ -193,6 +212,7 @@ pub fn verify(store: &Store, progress: &mut dyn FnMut(u64, u64)) -> Result<Verif
     let mut checks = l2_checks(store, &searcher, progress)?;
     let (archive_checks, pending) = super::checks::checks(store, &searcher)?;
     checks.extend(archive_checks);
+    checks.push(crate::store::state_files::check(store.root()));
     checks.push(file_modes(store.root()));
     Ok(VerifyReport {
         store: store.root().to_path_buf(),
@@ -240,24 +260,30 @@ pub fn repair(
 ) -> Result<RepairReport> {
     let before = verify(store, progress)?;
     let removed = remove_rebuildable(&before.checks);
-    {
+    let archive_lost = {
         let lock = store.lock_writer(lock_timeout)?;
-        super::checks::repair(store, &lock)?;
-    }
+        super::checks::repair(store, &lock)?
+    };
     store.index_vectors(lock_timeout)?;
     let after = verify(store, progress)?;
-    let unrepairable = after
+    let mut unrepairable: Vec<String> = after
         .checks
         .iter()
         .filter(|c| !c.ok && c.rebuildable.is_empty())
         .map(|c| format!("{}: {}", c.name, c.detail))
         .collect();
+    unrepairable.extend(
+        archive_lost
+            .into_iter()
+            .map(|l| format!("record not recovered: {l}")),
+    );
     Ok(RepairReport {
         removed,
         vector_files: count_files(store, "vec"),
         graphs: count_files(store, "hnsw"),
         unrepairable,
         text_rebuilt: None,
+        config_replaced: None,
         after,
     })
 }

@@ -276,7 +276,13 @@ where
         return json_response(500, json!({"error": "the viewer is stopping"}));
     };
     let worker = Arc::clone(&shared);
-    let outcome = tokio::task::spawn_blocking(move || work(&worker.viewer)).await;
+    // A panic on damaged stored bytes becomes the error naming the damaged
+    // file (`crate::index::damage`).
+    let outcome = tokio::task::spawn_blocking(move || {
+        let root = worker.viewer.service().store().root().to_path_buf();
+        crate::index::damage::guarded(&root, || work(&worker.viewer))
+    })
+    .await;
     match outcome {
         Ok(Ok(reply)) => json_response(reply.status, reply.body),
         Ok(Err(Error::Usage(why))) => json_response(400, json!({ "error": why })),

@@ -79,13 +79,23 @@ export function makeWorld(name, { api, install = true, bin = BIN, copyBin = fals
       if (out.error) throw out.error;
       return out;
     },
-    /** `claude -p prompt` (headless); resolves {status, stdout, stderr, ms, debug}. */
-    claude(prompt, { args = [], extraEnv = {}, timeout = 90_000 } = {}) {
+    /**
+     * `claude -p prompt` (headless); resolves {status, stdout, stderr, ms, debug}.
+     * `readOnly`: folders made read-only for this session and its hooks (as root:
+     * bind mounts remounted read-only in a private mount namespace, `unshare -m`).
+     */
+    claude(prompt, { args = [], extraEnv = {}, timeout = 90_000, readOnly = [] } = {}) {
       const debug = join(dir, `debug-${++world.runs}.log`);
       const argv = ["-p", prompt, "--allowedTools", ALLOWED, "--debug-file", debug, ...args];
+      const [program, programArgs] = readOnly.length === 0 ? [CLAUDE, argv] : [
+        "unshare",
+        ["-m", "--propagation", "private", "sh", "-c",
+          'set -e; while [ "$1" != -- ]; do mount --bind "$1" "$1"; mount -o remount,bind,ro "$1" "$1"; shift; done; shift; exec "$@"',
+          "sh", ...readOnly, "--", CLAUDE, ...argv],
+      ];
       return new Promise((resolve, reject) => {
         const started = process.hrtime.bigint();
-        const child = spawn(CLAUDE, argv, { cwd: proj, env: { ...env, ...extraEnv }, stdio: ["ignore", "pipe", "pipe"] });
+        const child = spawn(program, programArgs, { cwd: proj, env: { ...env, ...extraEnv }, stdio: ["ignore", "pipe", "pipe"] });
         let stdout = "";
         let stderr = "";
         child.stdout.on("data", (d) => (stdout += d));

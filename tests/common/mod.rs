@@ -40,6 +40,9 @@ impl TestStore {
         // No background upkeep: tests see exactly what their commands did
         // (tests/upkeep.rs turns it on).
         cmd.env("KNOWLEDGE_DB_UPKEEP", "off");
+        // A hook that cannot write leaves its marker in the user's state
+        // folder: the test's own, never the machine's.
+        cmd.env("XDG_STATE_HOME", self.dir.path().join("state"));
         cmd
     }
 
@@ -129,6 +132,58 @@ fn collect(root: &Path, dir: &Path, files: &mut BTreeMap<PathBuf, Vec<u8>>) {
             files.insert(rel, std::fs::read(&path).expect("read"));
         }
     }
+}
+
+/// The longest a test waits for a background upkeep worker: the worker a
+/// test starts runs at normal priority ([`upkeep_env`]), and on a machine at
+/// load 15 on 2 cores the tests' work takes it well under a minute; the bound
+/// only stops a test that would otherwise wait forever.
+pub const WORKER_BOUND: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The environment of a command whose background upkeep a test waits for:
+/// upkeep on, and the worker at normal priority (at the lowest, on a busy
+/// CI machine, it got no CPU for minutes: issue 51).
+pub fn upkeep_env(cmd: &mut Command) -> &mut Command {
+    cmd.env("KNOWLEDGE_DB_UPKEEP", "on")
+        .env("KNOWLEDGE_DB_UPKEEP_PRIORITY", "normal")
+}
+
+/// The upkeep worker's own record of its state (`upkeep/status.json`), read
+/// without touching its lock (`upkeep --status` takes the lock for an
+/// instant, and costs a process per look).
+pub fn upkeep_status_file(store: &Path) -> Value {
+    std::fs::read(store.join("upkeep").join("status.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// Waits for a background worker's signal: its status file records a run
+/// that ended after `since` (an RFC 3339 time taken before the command that
+/// started it) and says no worker runs, and `done` holds. Fails after
+/// [`WORKER_BOUND`] with the worker's status.
+pub fn wait_for_worker(store: &Path, since: &str, what: &str, mut done: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    loop {
+        let status = upkeep_status_file(store);
+        let finished = status["last_run"]["finished_at"]
+            .as_str()
+            .is_some_and(|at| at >= since);
+        if finished && status["running"] != true && done() {
+            return;
+        }
+        assert!(
+            started.elapsed() < WORKER_BOUND,
+            "no worker finished {what} within {} s: {status}",
+            WORKER_BOUND.as_secs()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Now, as the store writes times (RFC 3339, seconds): for [`wait_for_worker`].
+pub fn now_rfc3339() -> String {
+    knowledge_db::now_rfc3339()
 }
 
 pub fn samples() -> PathBuf {

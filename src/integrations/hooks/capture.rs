@@ -9,7 +9,9 @@
 //! A capture that finds the store busy past its wait is deferred: it leaves
 //! a marker in `<store>/hooks/capture-pending/`, and the next capture of any
 //! session finishes it, so the last turn of a session that ended while
-//! another process wrote is stored all the same.
+//! another process wrote is stored all the same. A capture that cannot write
+//! at all (a read-only or full store) leaves its marker outside the store
+//! instead ([`missed`]), and the next capture that can write catches it up.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -17,7 +19,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    read_json, save_state, update_state, write_json_atomically, HookFiles, HookInput, HookSettings,
+    missed, read_json, save_state, update_state, write_json_atomically, HookFiles, HookInput,
+    HookSettings,
 };
 use crate::error::Result;
 use crate::flows::capture::{capture, CaptureReport, CaptureRequest};
@@ -37,6 +40,10 @@ pub struct CaptureHookReport {
     pub capture: Option<CaptureReport>,
     /// Deferred captures of earlier calls finished by this one.
     pub pending_finished: usize,
+    /// Sessions whose capture failed earlier (a read-only or full store)
+    /// and whose missed messages this call stored (see [`missed`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missed_caught_up: Vec<String>,
     /// Wall-clock seconds.
     pub seconds: f64,
 }
@@ -68,18 +75,27 @@ pub fn stop(
         report.seconds = started.elapsed().as_secs_f64();
         return Ok(report);
     }
-    if let Some(_lock) = files.try_lock(&input.session_id)? {
+    // The state is a cache of the transcript: failing to update it (a
+    // read-only store) must not keep the capture from running or from
+    // leaving its trace.
+    let state = (|| -> Result<bool> {
+        let Some(_lock) = files.try_lock(&input.session_id)? else {
+            return Ok(false);
+        };
         let (state, _) = update_state(&files, input, settings)?;
         save_state(&files, &input.session_id, &state)?;
-        report.state_updated = true;
-    }
+        Ok(true)
+    })();
     report.capture = capture_session(store_root, input, settings, lock_wait)?;
+    report.state_updated = state?;
     if report
         .capture
         .as_ref()
         .is_some_and(|c| c.deferred.is_none())
     {
         report.pending_finished = finish_pending(store_root, &input.session_id, lock_wait);
+        let caught_up = missed::catch_up(store_root, &input.session_id, lock_wait);
+        report.missed_caught_up = caught_up.sessions;
     }
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
@@ -111,11 +127,16 @@ pub fn capture_session(
     }
     let transcript = input.transcript()?;
     let files = HookFiles::new(store_root);
+    // A capture that cannot write leaves its trace where one can be written.
     let report = capture(&CaptureRequest {
         store_root,
         transcript,
         namespace: &settings.namespace,
         lock_wait,
+    })
+    .map_err(|e| {
+        let e = crate::index::damage::explain(store_root, e);
+        missed::leave_trace(store_root, input, &settings.namespace, e)
     })?;
     let marker = pending_path(&files, &input.session_id);
     if report.deferred.is_some() {

@@ -122,11 +122,21 @@ impl HookFiles {
 
     /// Appends one line to `hooks.log` (best effort: a hook has nowhere else to report).
     pub fn log_line(&self, command: &str, session_id: Option<&str>, message: &str) {
-        let _ = std::fs::create_dir_all(&self.dir);
+        let _ = self.log_line_checked(command, session_id, message);
+    }
+
+    /// Appends one line to `hooks.log` and says where it went: the store's
+    /// log, or, when that cannot be written (a read-only or full store), the
+    /// fallback log in the user's state folder
+    /// (`$XDG_STATE_HOME/knowledge-db/hooks.log`). `Err` says why neither
+    /// could be written, in words (`could not log: read-only file system`).
+    pub fn log_line_checked(
+        &self,
+        command: &str,
+        session_id: Option<&str>,
+        message: &str,
+    ) -> std::result::Result<LoggedTo, String> {
         let path = self.log();
-        if std::fs::metadata(&path).is_ok_and(|m| m.len() > MAX_LOG_BYTES) {
-            let _ = std::fs::rename(&path, self.dir.join("hooks.log.1"));
-        }
         // An error may quote the input it failed on: redacted like the rest.
         let message = match redactor_near(&path) {
             Ok(redactor) => redactor.redact(message).text.into_owned(),
@@ -141,9 +151,85 @@ impl HookFiles {
             escape_controls(session_id.unwrap_or("-")),
             escape_controls(&message.replace('\n', " | "))
         );
-        if let Ok(mut file) = OpenOptions::new().create(true).append(true).open(&path) {
-            let _ = file.write_all(line.as_bytes());
+        let store_failed = match append_line(&self.dir, &path, &line) {
+            Ok(()) => return Ok(LoggedTo::Store(path)),
+            Err(e) => format!("could not log to {}: {}", path.display(), os_reason(&e)),
+        };
+        let Some(state) = super::missed::state_dir() else {
+            return Err(store_failed);
+        };
+        let fallback = state.join("hooks.log");
+        let line = format!(
+            "{} store={}\n",
+            line.trim_end(),
+            self.dir.parent().unwrap_or(&self.dir).display()
+        );
+        match append_line(&state, &fallback, &line) {
+            Ok(()) => Ok(LoggedTo::Fallback {
+                path: fallback,
+                why: store_failed,
+            }),
+            Err(e) => Err(format!(
+                "{store_failed}; nor to {}: {}",
+                fallback.display(),
+                os_reason(&e)
+            )),
         }
+    }
+}
+
+/// Where a line of the hooks' log went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoggedTo {
+    /// The store's `hooks/hooks.log`.
+    Store(PathBuf),
+    /// The fallback log in the user's state folder, and why the store's
+    /// could not be written.
+    Fallback {
+        /// The fallback log.
+        path: PathBuf,
+        /// Why the store's log could not be written.
+        why: String,
+    },
+}
+
+impl std::fmt::Display for LoggedTo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoggedTo::Store(path) => write!(f, "logged to {}", path.display()),
+            LoggedTo::Fallback { path, why } => {
+                write!(f, "{why}; logged to {} instead", path.display())
+            }
+        }
+    }
+}
+
+/// Appends `line` to the log at `path` in `dir` (created if missing),
+/// rotating a log past [`MAX_LOG_BYTES`] to `<name>.1`.
+fn append_line(dir: &Path, path: &Path, line: &str) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    if std::fs::metadata(path).is_ok_and(|m| m.len() > MAX_LOG_BYTES) {
+        let mut rotated = path.as_os_str().to_owned();
+        rotated.push(".1");
+        let _ = std::fs::rename(path, rotated);
+    }
+    let mut file = OpenOptions::new().create(true).append(true).open(path)?;
+    file.write_all(line.as_bytes())?;
+    Ok(())
+}
+
+/// An I/O error as a person says it: `read-only file system`, `no space
+/// left on device` (the system's text, lower-cased, without its number).
+pub fn os_reason(error: &std::io::Error) -> String {
+    let text = error.to_string();
+    let text = match text.find(" (os error") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    };
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => text,
     }
 }
 

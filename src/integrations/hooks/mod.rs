@@ -37,6 +37,7 @@ mod compact;
 pub mod extract;
 mod files;
 mod forgotten;
+pub mod missed;
 mod post_tool_use;
 pub mod preserve;
 pub mod queue;
@@ -58,7 +59,7 @@ use serde_json::{json, Value};
 
 pub use self::compact::{pre_compact, session_start, PreCompactReport, SavedBlock};
 use self::files::save_state;
-pub use self::files::{escape_controls, forget_session_files, HookFiles};
+pub use self::files::{escape_controls, forget_session_files, os_reason, HookFiles, LoggedTo};
 pub(crate) use self::files::{read_json, write_json_atomically};
 pub use self::forgotten::{forgotten_session, skip_forgotten};
 pub use self::post_tool_use::{post_tool_use, Gates, PostToolUseReport};
