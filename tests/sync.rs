@@ -131,15 +131,18 @@ fn a_delete_on_one_side_reaches_the_other_and_stays_deleted() {
     a.cmd().args(["delete", "drop"]).assert().success();
     let pushed = sync(&a, &db);
     assert_eq!(pushed["pushed_tombstones"], 1, "{pushed}");
-    let pulled = sync(&b, &db);
-    assert_eq!(pulled["pulled_deletes"], 1, "{pulled}");
-    assert_eq!(contents(&b).keys().collect::<Vec<_>>(), vec!["keep"]);
     let rows = db.rows();
     assert!(rows["drop"].0, "a tombstone row: {rows:?}");
     assert!(
         !db.dump().contains("someone regrets"),
         "the tombstone keeps no text"
     );
+    let pulled = sync(&b, &db);
+    assert_eq!(pulled["pulled_deletes"], 1, "{pulled}");
+    assert_eq!(contents(&b).keys().collect::<Vec<_>>(), vec!["keep"]);
+    // Both machines have it now: the tombstone is compacted.
+    assert_eq!(pulled["compacted"], 1, "{pulled}");
+    assert!(!db.rows().contains_key("drop"));
 
     // B deletes what it pulled: the delete travels back, though B shares nothing.
     b.cmd().args(["delete", "keep"]).assert().success();

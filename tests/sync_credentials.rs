@@ -35,7 +35,11 @@ fn fresh_password() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos();
-    format!("Kq7:{:x}\\z{}", nanos ^ 0x5eed_1234_abcd, std::process::id())
+    format!(
+        "Kq7:{:x}\\z{}",
+        nanos ^ 0x5eed_1234_abcd,
+        std::process::id()
+    )
 }
 
 /// A password file line for `password` (`:` and `\` escaped).
@@ -157,10 +161,7 @@ fn pgpass_service_files_and_pgpassword_give_the_password_and_nothing_shows_it() 
 
     // A wrong password in it: the message names the file and line, not the value.
     let wrong = format!("{password}-wrong");
-    write_private(
-        &pgpass,
-        &pgpass_line("*", "*", "*", &role.name, &wrong),
-    );
+    write_private(&pgpass, &pgpass_line("*", "*", "*", &role.name, &wrong));
     let (code, out, err) = sync_with(&store, &url, home.path(), &[]);
     assert_eq!(code, Some(1), "{out}{err}");
     assert!(

@@ -119,7 +119,14 @@ impl Server {
             .command("initdb")
             .arg("-D")
             .arg(&data)
-            .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-instructions"])
+            .args([
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-instructions",
+            ])
             .output()
             .unwrap();
         assert!(
@@ -203,7 +210,10 @@ impl Server {
         }
         let started = Instant::now();
         while pids.iter().any(|pid| alive(*pid)) {
-            assert!(started.elapsed() < Duration::from_secs(30), "backends linger");
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "backends linger"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         // Stale now; a process that took the dead postmaster's number must
@@ -270,14 +280,15 @@ impl Proxy {
                     }
                 };
                 let left = Arc::new(AtomicI64::new(left));
-                let ends = [
-                    client.try_clone().unwrap(),
-                    server.try_clone().unwrap(),
-                ];
+                let ends = [client.try_clone().unwrap(), server.try_clone().unwrap()];
                 let ends = Arc::new(ends);
-                for (from, to) in [(client.try_clone(), server.try_clone()), (Ok(server), Ok(client))]
-                {
-                    let (Ok(from), Ok(to)) = (from, to) else { continue };
+                for (from, to) in [
+                    (client.try_clone(), server.try_clone()),
+                    (Ok(server), Ok(client)),
+                ] {
+                    let (Ok(from), Ok(to)) = (from, to) else {
+                        continue;
+                    };
                     let (left, ends, cuts) = (left.clone(), ends.clone(), cuts2.clone());
                     std::thread::spawn(move || pump(from, to, &left, &ends, &cuts));
                 }
@@ -330,7 +341,14 @@ struct Machine {
 /// `n` shared records (namespace `team`) and `private` unshared ones, as
 /// export lines with vectors (random unit vectors: what matters is that
 /// every store ends with the very vector written).
-fn make_machine(i: usize, n: usize, private: usize, rng: &mut Rng, url: &str, batch: u64) -> Machine {
+fn make_machine(
+    i: usize,
+    n: usize,
+    private: usize,
+    rng: &mut Rng,
+    url: &str,
+    batch: u64,
+) -> Machine {
     let origin = format!("m{i}@faults");
     let store = TestStore::new();
     store.set_config(&[
@@ -459,7 +477,8 @@ impl Run {
     /// the server is down, or coming back).
     fn count(&mut self, sql: &str) -> Option<i64> {
         if self.admin.is_none() {
-            self.admin = postgres::Client::connect(&self.server.url(&self.db), postgres::NoTls).ok();
+            self.admin =
+                postgres::Client::connect(&self.server.url(&self.db), postgres::NoTls).ok();
         }
         let result = self.admin.as_mut()?.query_one(sql, &[]);
         match result {
@@ -512,7 +531,9 @@ impl Run {
                     continue;
                 };
                 let exited = run.child.try_wait().unwrap();
-                let overdue = run.kill_after.is_some_and(|after| run.started.elapsed() >= after);
+                let overdue = run
+                    .kill_after
+                    .is_some_and(|after| run.started.elapsed() >= after);
                 if let Some(status) = exited {
                     let run = running[i].take().unwrap();
                     let out = run.child.wait_with_output().unwrap();
@@ -625,7 +646,9 @@ fn held(store: &TestStore) -> BTreeMap<String, Vec<(String, String, Option<Strin
 #[test]
 fn stores_converge_through_server_kills_cut_connections_and_killed_syncs() {
     let Ok(bin) = std::env::var("KDB_PG_BIN") else {
-        eprintln!("skipped: KDB_PG_BIN is not set (run `eval \"$(scripts/pg-test-server.sh start)\"`)");
+        eprintln!(
+            "skipped: KDB_PG_BIN is not set (run `eval \"$(scripts/pg-test-server.sh start)\"`)"
+        );
         return;
     };
     let stores = env_or("KDB_FAULT_STORES", 4) as usize;
@@ -696,11 +719,8 @@ fn stores_converge_through_server_kills_cut_connections_and_killed_syncs() {
     let converge_seconds = faulted.elapsed().as_secs_f64();
 
     // Every store holds every shared record once, as written.
-    let expected: BTreeMap<String, (String, String)> = run
-        .machines
-        .iter()
-        .flat_map(|m| m.shared.clone())
-        .collect();
+    let expected: BTreeMap<String, (String, String)> =
+        run.machines.iter().flat_map(|m| m.shared.clone()).collect();
     let mut lost = 0usize;
     let mut duplicates = 0usize;
     let mut wrong = 0usize;
@@ -835,7 +855,11 @@ fn stores_converge_through_server_kills_cut_connections_and_killed_syncs() {
     }
     assert_eq!((lost, duplicates, wrong, leaked), (0, 0, 0, 0), "{summary}");
     assert_eq!(unshared_on_server, 0, "{summary}");
-    assert_eq!(live as usize, expected.len() + resume_n, "{summary}");
+    assert_eq!(live as usize, expected.len(), "{summary}");
+    let after_resume = run
+        .count("SELECT count(*) FROM kdb_records WHERE NOT deleted")
+        .unwrap();
+    assert_eq!(after_resume as usize, expected.len() + resume_n);
     let f = &run.faults;
     assert!(
         f.pg_kills_mid_push >= 1 && f.pg_kills_mid_pull >= 1,

@@ -86,7 +86,9 @@ fn a_machine_pulls_the_projects_it_works_on_and_those_it_names() {
         json!(["project:/src/api", "project:/src/web"])
     );
     let held = ids(&b);
-    assert!(held.iter().all(|id| !id.starts_with("payroll") && id != "hb-1"));
+    assert!(held
+        .iter()
+        .all(|id| !id.starts_with("payroll") && id != "hb-1"));
     assert_eq!(held.len(), 8);
 
     // The status says what is pulled and what is left remote.
@@ -109,7 +111,12 @@ fn a_machine_pulls_the_projects_it_works_on_and_those_it_names() {
         &a,
         &[
             ("api-new", "team", Some("/src/api"), "a later api note"),
-            ("payroll-new", "team", Some("/src/payroll"), "a later payroll note"),
+            (
+                "payroll-new",
+                "team",
+                Some("/src/payroll"),
+                "a later payroll note",
+            ),
         ],
     );
     sync(&a, &db);
@@ -121,9 +128,18 @@ fn a_machine_pulls_the_projects_it_works_on_and_those_it_names() {
     // naming the handbook namespace brings that in too.
     add_in(
         &b,
-        &[("bo-pay", "private", Some("/src/payroll"), "bo starts on payroll")],
+        &[(
+            "bo-pay",
+            "private",
+            Some("/src/payroll"),
+            "bo starts on payroll",
+        )],
     );
-    let third = sync_args(&b, &db, &["--pull", "project:/src/web", "--pull", "handbook"]);
+    let third = sync_args(
+        &b,
+        &db,
+        &["--pull", "project:/src/web", "--pull", "handbook"],
+    );
     assert_eq!(third["backfilled"], 7, "{third}");
     assert_eq!(third["left_remote"], 0, "{third}");
     let mut want: Vec<String> = ids(&a);
@@ -172,13 +188,14 @@ fn tombstones(db: &Db) -> Vec<String> {
 /// brings it back: before compaction existed the tombstone stayed forever
 /// (this fails at `tombstones(&db).is_empty()`), and compaction without the
 /// returning machine's check of its ids resurrects the record on every
-/// machine (this fails at the last assertions).
+/// machine (checked: with the check switched off this fails at the first
+/// `ids(store) == ["keep"]` after C's return, `plan` back on A).
 #[test]
 fn compacted_deletes_are_not_brought_back_by_a_machine_that_was_away() {
     let Some(pg) = pg() else { return };
     let db = Db::new(&pg, "compact");
-    let [a, b, c] = ["ana@laptop", "bo@desktop", "cy@old-laptop"]
-        .map(|origin| machine(origin, "[\"team\"]"));
+    let [a, b, c] =
+        ["ana@laptop", "bo@desktop", "cy@old-laptop"].map(|origin| machine(origin, "[\"team\"]"));
     add_in(
         &a,
         &[
@@ -220,18 +237,30 @@ fn compacted_deletes_are_not_brought_back_by_a_machine_that_was_away() {
         .unwrap();
     sync(&b, &db);
     assert!(tombstones(&db).is_empty(), "{:?}", db.rows());
-    assert!(meta(&db, "compacted_through").unwrap().parse::<i64>().unwrap() > 0);
+    assert!(
+        meta(&db, "compacted_through")
+            .unwrap()
+            .parse::<i64>()
+            .unwrap()
+            > 0
+    );
 
-    // C comes back: it is told, checks its ids, and deletes `plan`.
+    // C comes back: it is told, checks its ids, and deletes `plan` instead
+    // of pushing its edit, which would bring `plan` back everywhere.
     let back = sync(&c, &db);
+    for store in [&a, &b, &c] {
+        sync(store, &db);
+        assert_eq!(
+            ids(store),
+            vec!["keep"],
+            "{}: {back}",
+            store.path().display()
+        );
+    }
+    assert_eq!(db.live_ids(), vec!["keep"]);
     assert_eq!(back["caught_up"], true, "{back}");
     assert_eq!(back["compacted_deletes_here"], 1, "{back}");
     assert_eq!(back["pushed"], 0, "{back}");
-    for store in [&a, &b, &c] {
-        sync(store, &db);
-        assert_eq!(ids(store), vec!["keep"], "{}", store.path().display());
-    }
-    assert_eq!(db.live_ids(), vec!["keep"]);
 }
 
 /// A change made after the newest compacted delete is a newer write: it
@@ -256,7 +285,10 @@ fn a_change_newer_than_a_compacted_delete_is_kept_and_pushed() {
     sync(&a, &db);
     assert!(tombstones(&db).is_empty());
     std::thread::sleep(Duration::from_millis(1100));
-    add_in(&c, &[("plan", "team", None, "ship on monday, decided later")]);
+    add_in(
+        &c,
+        &[("plan", "team", None, "ship on monday, decided later")],
+    );
     let back = sync(&c, &db);
     assert_eq!(back["compacted_deletes_here"], 0, "{back}");
     assert_eq!(back["pushed"], 1, "{back}");
@@ -309,7 +341,11 @@ fn tables_of_another_version_are_migrated_or_refused_never_misread() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("from version 1 to 2"));
     assert_eq!(meta(&db, "schema_version").as_deref(), Some("2"));
     assert_eq!(server_rows(&db), before);
-    assert_eq!(sync(&a, &db)["pulled"], 0, "a's state survived the migration");
+    assert_eq!(
+        sync(&a, &db)["pulled"],
+        0,
+        "a's state survived the migration"
+    );
 
     // Tables of a newer knowledge-db that this one must not write: refused
     // with a message, before a row is read or written.
@@ -354,7 +390,11 @@ fn tables_of_another_version_are_migrated_or_refused_never_misread() {
         .unwrap();
     assert_eq!(sync(&a, &db)["pushed"], 1);
     assert_eq!(sync(&c, &db)["pulled"], 3);
-    assert_eq!(meta(&db, "schema_version").as_deref(), Some("3"), "not downgraded");
+    assert_eq!(
+        meta(&db, "schema_version").as_deref(),
+        Some("3"),
+        "not downgraded"
+    );
 
     // A version knowledge-db never wrote: a message naming the table.
     db.client()

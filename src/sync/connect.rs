@@ -265,12 +265,8 @@ fn apply_service(
     service: &libpq_files::Service,
     taken: &mut Taken,
 ) -> Result<()> {
-    let bad = |key: &str, why: &str| {
-        Error::Usage(format!(
-            "{}: `{key}` {why}",
-            service.path.display()
-        ))
-    };
+    let bad =
+        |key: &str, why: &str| Error::Usage(format!("{}: `{key}` {why}", service.path.display()));
     for (key, value) in &service.settings {
         match key.as_str() {
             "host" if config.get_hosts().is_empty() => {

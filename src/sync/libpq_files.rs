@@ -69,11 +69,9 @@ impl std::fmt::Display for Source {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Source::Url => f.write_str("password from the URL"),
-            Source::Service { name, path } => write!(
-                f,
-                "password from service `{name}` in {}",
-                path.display()
-            ),
+            Source::Service { name, path } => {
+                write!(f, "password from service `{name}` in {}", path.display())
+            }
             Source::Environment => f.write_str("password from PGPASSWORD"),
             Source::PassFile { path, line } => {
                 write!(f, "password from {} line {line}", path.display())
@@ -297,7 +295,9 @@ mod tests {
     fn reads_a_service_section() {
         let text = "# team services\n[other]\nhost=x\n\n[team]\nhost = db.internal\nport=5433\n\
                     dbname=memory\n[later]\nhost=y\n";
-        let settings = parse_service(text, "team", Path::new("f")).unwrap().unwrap();
+        let settings = parse_service(text, "team", Path::new("f"))
+            .unwrap()
+            .unwrap();
         assert_eq!(settings["host"], "db.internal");
         assert_eq!(settings["port"], "5433");
         assert_eq!(settings.len(), 3);

@@ -516,7 +516,12 @@ fn random_id() -> String {
     let random = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
     if random.is_err() {
         // No /dev/urandom: the clock, the process and the host, hashed.
-        let seed = format!("{:?}{}{}", Instant::now(), std::process::id(), default_origin());
+        let seed = format!(
+            "{:?}{}{}",
+            Instant::now(),
+            std::process::id(),
+            default_origin()
+        );
         let nanos = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
         let a = xxhash_rust::xxh3::xxh3_64(format!("{seed}{nanos}").as_bytes());
         let b = xxhash_rust::xxh3::xxh3_64(format!("{nanos}{seed}").as_bytes());

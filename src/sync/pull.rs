@@ -129,7 +129,11 @@ impl Run<'_> {
             job.cursor = last;
             state.backfill = Some(job.clone());
             state.save(self.store.root())?;
-            progress("pull (a wider scope)", last.max(0) as u64, job.until.max(0) as u64);
+            progress(
+                "pull (a wider scope)",
+                last.max(0) as u64,
+                job.until.max(0) as u64,
+            );
         }
         Ok(())
     }

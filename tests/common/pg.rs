@@ -183,4 +183,3 @@ pub fn shared(store: &TestStore, namespace: &str) -> BTreeMap<String, Value> {
         .filter(|(_, s)| s["namespace"] == namespace)
         .collect()
 }
-
