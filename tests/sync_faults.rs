@@ -655,7 +655,7 @@ fn stores_converge_through_server_kills_cut_connections_and_killed_syncs() {
     let records = env_or("KDB_FAULT_RECORDS", 250) as usize;
     let pg_kills = env_or("KDB_FAULT_PG_KILLS", 3);
     let batch = env_or("KDB_FAULT_BATCH", 40);
-    let seed = env_or("KDB_FAULT_SEED", 0x5eed_54);
+    let seed = env_or("KDB_FAULT_SEED", 0x005e_ed54);
     let private = 10;
     let clock = Instant::now();
 

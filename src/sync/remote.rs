@@ -119,6 +119,9 @@ pub struct Filter {
     pub tombstones: bool,
 }
 
+/// Live records of one `(project, namespace)` on the server.
+pub type ScopeCount = (Option<String>, Option<String>, u64);
+
 /// What compaction has removed so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Compacted {
@@ -435,7 +438,7 @@ impl Remote {
     }
 
     /// Live records on the server per `(project, namespace)`.
-    pub fn scope_counts(&mut self) -> Result<Vec<(Option<String>, Option<String>, u64)>> {
+    pub fn scope_counts(&mut self) -> Result<Vec<ScopeCount>> {
         let p = &self.prefix;
         let rows = self
             .client
