@@ -507,10 +507,12 @@ impl Run {
         let mut running: Vec<Option<Running>> = (0..n).map(|_| None).collect();
         let started = Instant::now();
         let start_rows = self.count("SELECT count(*) FROM kdb_records").unwrap_or(0);
-        let start_cursors: Vec<i64> = (0..n).map(|i| self.cursor(i)).collect();
+        // Each kill waits for progress since the one before: rows merged, a
+        // cursor moved, or a random while.
+        let mut kill_cursors: Vec<i64> = (0..n).map(|i| self.cursor(i)).collect();
         let mut kills_left = pg_kills;
         let mut last_kill_rows = start_rows;
-        let mixed_delay = Duration::from_millis(300 + self.rng.below(2000));
+        let mut next_mixed = Instant::now() + Duration::from_millis(300 + self.rng.below(2000));
         while pending.iter().any(|p| *p) {
             assert!(
                 started.elapsed() < Duration::from_secs(3600),
@@ -563,9 +565,9 @@ impl Run {
                         .is_some_and(|rows| rows > last_kill_rows),
                     // Mid-pull: a store still pulling has moved its cursor.
                     Phase::Pull => (0..n).any(|i| {
-                        running[i].is_some() && pending[i] && self.cursor(i) > start_cursors[i]
+                        running[i].is_some() && pending[i] && self.cursor(i) > kill_cursors[i]
                     }),
-                    Phase::Mixed => started.elapsed() >= mixed_delay,
+                    Phase::Mixed => Instant::now() >= next_mixed,
                 };
                 if kill {
                     self.server.kill9();
@@ -579,6 +581,8 @@ impl Run {
                     last_kill_rows = self
                         .count("SELECT count(*) FROM kdb_records")
                         .unwrap_or(last_kill_rows);
+                    kill_cursors = (0..n).map(|i| self.cursor(i)).collect();
+                    next_mixed = Instant::now() + Duration::from_millis(300 + self.rng.below(2000));
                     kills_left -= 1;
                 }
             }
