@@ -9,8 +9,9 @@
 #   scripts/measure-sync-faults.sh [STORES] [RECORDS] [PG_KILLS] [BATCH]
 #                                  # default 20 10000 50 1000
 #
-# Builds the test in release (PROFILE=debug to use the debug build), runs it,
-# and prints its JSON summary: records lost, duplicates, wrong text or
+# The syncs run the release binary (cargo build --release first; KDB_FAULT_BIN
+# names another), the test itself and its setup and checks the debug build.
+# Prints the test's JSON summary: records lost, duplicates, wrong text or
 # vector, unshared records that leaked, seconds to converge, the faults.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +19,7 @@ export KDB_FAULT_STORES=${1:-20} KDB_FAULT_RECORDS=${2:-10000} KDB_FAULT_PG_KILL
 export KDB_FAULT_BATCH=${4:-1000} KDB_FAULT_SEED=${SEED:-5}
 export KDB_FAULT_REPORT=${REPORT:-/tmp/kdb-sync-faults.json}
 eval "$(scripts/pg-test-server.sh start)"
-profile=()
-[ "${PROFILE:-release}" = release ] && profile=(--release)
-cargo test "${profile[@]}" --test sync_faults -- --nocapture >&2
+export KDB_FAULT_BIN=${KDB_FAULT_BIN:-$PWD/target/release/knowledge-db}
+[ -x "$KDB_FAULT_BIN" ] || { echo "no $KDB_FAULT_BIN: cargo build --release first" >&2; exit 1; }
+cargo test --test sync_faults -- --nocapture >&2
 cat "$KDB_FAULT_REPORT"

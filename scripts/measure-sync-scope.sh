@@ -39,25 +39,32 @@ db=kdb_scope
 "$KDB_PG_BIN/psql" -q "$KDB_PG_URL" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db"
 url=${KDB_PG_URL%/*}/$db
 rm -f source/sync/state.json source/sync/manifest.jsonl
+# Each store its own origin: a machine always pulls what its origin wrote.
+set_config() { # STORE KEY VALUE: one line of the store's [sync]
+  sed -i "s|^$2 = .*|$2 = $3|" "$1/config.toml"
+}
+set_config source origin '"team@source"'
 "$bin" --store source sync --url "$url" --share '*' --no-pull --json >push.json
 "$KDB_PG_BIN/psql" -tA -F $'\t' "$url" \
   -c "SELECT coalesce(project, ''), count(*) FROM kdb_records WHERE NOT deleted GROUP BY 1 ORDER BY 2 DESC" >projects.tsv
-pulls=()
-for p in $scope; do pulls+=(--pull "project:$p"); done
-pull() { # NAME ARGS...: a pull into an empty store, its report in NAME-ROUND.json
-  local name=$1; shift
-  rm -rf "$name"
-  "$bin" --store "$name" init >/dev/null
-  "$bin" --store "$name" sync --url "$url" --no-push "$@" --json >"$name-$round.json"
-  du -sk "$name" | cut -f1 >"$name-$round.kib"
+pulls=$(printf '"project:%s", ' $scope)
+pulls="[${pulls%, }]"
+pull() { # NAME PULL: a pull into an empty store, its report in NAME-ROUND.json
+  rm -rf "$1"
+  "$bin" --store "$1" init >/dev/null
+  set_config "$1" origin "\"$1@reader\""
+  set_config "$1" pull "$2"
+  "$bin" --store "$1" sync --url "$url" --no-push --json >"$1-$round.json"
+  du -sk "$1" | cut -f1 >"$1-$round.kib"
 }
 for round in $(seq 1 "$rounds"); do
   if [ $((round % 2)) = 1 ]; then
-    pull whole --pull '*'; pull scoped "${pulls[@]}"
+    pull whole '["*"]'; pull scoped "$pulls"
   else
-    pull scoped "${pulls[@]}"; pull whole --pull '*'
+    pull scoped "$pulls"; pull whole '["*"]'
   fi
 done
+"$bin" --store scoped sync --status >scoped-status.txt
 python3 - "$rounds" "$scope" <<'PY'
 import json, sys
 rounds, scope = int(sys.argv[1]), sys.argv[2].split()

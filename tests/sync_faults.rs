@@ -18,8 +18,10 @@
 //! a fixed seed). The sizes come from the environment, for a larger run by
 //! hand (`scripts/measure-sync-faults.sh`, docs/sync.md):
 //! `KDB_FAULT_STORES`, `KDB_FAULT_RECORDS` (shared records per store),
-//! `KDB_FAULT_PG_KILLS`, `KDB_FAULT_BATCH`, `KDB_FAULT_SEED`, and
-//! `KDB_FAULT_REPORT` (a file for the JSON summary).
+//! `KDB_FAULT_PG_KILLS`, `KDB_FAULT_BATCH`, `KDB_FAULT_SEED`,
+//! `KDB_FAULT_REPORT` (a file for the JSON summary), and `KDB_FAULT_BIN` (the
+//! binary the syncs run, e.g. a release build; setup and checks use this
+//! build's).
 
 mod common;
 #[path = "common/pg.rs"]
@@ -429,8 +431,16 @@ struct Running {
     kill_after: Option<Duration>,
 }
 
+/// The binary that syncs: this build's, or `KDB_FAULT_BIN` (a release
+/// build, for a larger run by hand).
+fn sync_binary() -> PathBuf {
+    std::env::var_os("KDB_FAULT_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| assert_cmd::cargo::cargo_bin("knowledge-db"))
+}
+
 fn spawn_sync(store: &TestStore, args: &[&str]) -> Child {
-    Command::new(assert_cmd::cargo::cargo_bin("knowledge-db"))
+    Command::new(sync_binary())
         .arg("--store")
         .arg(store.path())
         .arg("sync")
