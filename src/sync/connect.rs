@@ -12,17 +12,33 @@
 //! - `sslrootcert=FILE`: a PEM file of certificate authorities to trust as
 //!   well (a private CA, a cloud provider's bundle).
 //!
+//! - `service=NAME` (`pg_service.conf`) and `passfile=FILE`, with libpq's
+//!   password sources: the URL, the service, `$PGPASSWORD`, then the password
+//!   file (`$PGPASSFILE`, `~/.pgpass`); see [`super::libpq_files`]. Messages
+//!   name the source a password came from, never the password.
+//!
 //! TLS is rustls with the ring provider: no OpenSSL on the machine needed.
+//! A connection that goes silent (a cable pulled, a server gone) is given up
+//! in about a minute: TCP keepalives after 30 s idle, and a 60 s limit on
+//! unacknowledged writes, unless the URL sets its own.
 
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::libpq_files::{self, Lookup, Source};
 use crate::error::{Error, Result};
 
 /// How long a connection attempt may take before sync gives up.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Idle time before TCP keepalives start probing the server.
+const KEEPALIVES_IDLE: Duration = Duration::from_secs(30);
+
+/// How long written data may stay unacknowledged before the connection is
+/// given up (Linux's `TCP_USER_TIMEOUT`).
+const TCP_USER_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A parsed server address, ready to connect.
 #[derive(Clone)]
@@ -32,6 +48,8 @@ pub struct Target {
     root_cert: Option<PathBuf>,
     /// The URL with its password replaced, for messages.
     shown: String,
+    /// Where the password came from (never the password).
+    password_from: Source,
 }
 
 impl std::fmt::Debug for Target {
@@ -41,13 +59,25 @@ impl std::fmt::Debug for Target {
 }
 
 impl Target {
-    /// Reads a URL (or libpq key=value words).
+    /// Reads a URL (or libpq key=value words), with the service it names
+    /// and the password libpq would find for it.
     pub fn parse(url: &str) -> Result<Target> {
         let shown = hide_password(url);
         let bad = |why: String| Error::Usage(format!("sync URL {shown}: {why}"));
-        let (rest, root_cert, mode) = take_tls_settings(url.trim()).map_err(bad)?;
-        let mut config = postgres::Config::from_str(&rest).map_err(|e| bad(e.to_string()))?;
-        if let Some(mode) = mode {
+        let mut taken = take_settings(url.trim()).map_err(bad)?;
+        let mut config = postgres::Config::from_str(&taken.rest).map_err(|e| bad(e.to_string()))?;
+        let mut password_from = config.get_password().map(|_| Source::Url);
+        if let Some(name) = taken.service.clone() {
+            let service = libpq_files::service(&name)?;
+            apply_service(&mut config, &service, &mut taken)?;
+            if password_from.is_none() && service.settings.contains_key("password") {
+                password_from = Some(Source::Service {
+                    name,
+                    path: service.path.clone(),
+                });
+            }
+        }
+        if let Some(mode) = taken.mode {
             config.ssl_mode(mode);
         }
         if config.get_connect_timeout().is_none() {
@@ -56,11 +86,32 @@ impl Target {
         if config.get_application_name().is_none() {
             config.application_name("knowledge-db sync");
         }
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(TCP_USER_TIMEOUT);
+        }
+        if config.get_keepalives_idle() > KEEPALIVES_IDLE {
+            config.keepalives_idle(KEEPALIVES_IDLE);
+        }
+        if config.get_user().is_none() {
+            if let Some(user) = libpq_files::os_user() {
+                config.user(&user);
+            }
+        }
+        let password_from = match password_from {
+            Some(source) => source,
+            None => find_password(&mut config, taken.passfile.as_deref()),
+        };
         Ok(Target {
             config,
-            root_cert,
+            root_cert: taken.root_cert,
             shown,
+            password_from,
         })
+    }
+
+    /// Where the password came from, for messages (never its value).
+    pub fn password_from(&self) -> &Source {
+        &self.password_from
     }
 
     /// The URL with its password hidden.
@@ -72,8 +123,9 @@ impl Target {
     pub fn connect(&self) -> Result<postgres::Client> {
         let failed = |e: postgres::Error| {
             Error::Sync(format!(
-                "cannot connect to {}: {}",
+                "cannot connect to {} ({}): {}",
                 self.shown,
+                self.password_from,
                 error_text(&e)
             ))
         };
@@ -135,11 +187,39 @@ pub fn error_text(e: &postgres::Error) -> String {
     text
 }
 
-type TlsSettings = (String, Option<PathBuf>, Option<postgres::config::SslMode>);
+/// The settings of a URL that rust-postgres does not read, taken out of it.
+#[derive(Debug, Default)]
+struct Taken {
+    /// The URL (or words) without them.
+    rest: String,
+    /// `sslrootcert`.
+    root_cert: Option<PathBuf>,
+    /// `sslmode`, as rust-postgres should use it.
+    mode: Option<postgres::config::SslMode>,
+    /// `service`.
+    service: Option<String>,
+    /// `passfile`.
+    passfile: Option<String>,
+}
 
-/// Takes `sslmode` and `sslrootcert` out of a URL's query or a words string:
-/// the rest, the CA file, and the mode rust-postgres should use.
-fn take_tls_settings(url: &str) -> std::result::Result<TlsSettings, String> {
+/// libpq's `sslmode` as rust-postgres's (which verifies whenever it uses TLS).
+fn ssl_mode(value: &str) -> std::result::Result<postgres::config::SslMode, String> {
+    use postgres::config::SslMode;
+    Ok(match value {
+        "disable" => SslMode::Disable,
+        "allow" | "prefer" => SslMode::Prefer,
+        "require" | "verify-ca" | "verify-full" => SslMode::Require,
+        other => {
+            return Err(format!(
+                "sslmode `{other}` is not one of disable, prefer, require, verify-ca, verify-full"
+            ))
+        }
+    })
+}
+
+/// Takes `sslmode`, `sslrootcert`, `service` and `passfile` out of a URL's
+/// query or a words string.
+fn take_settings(url: &str) -> std::result::Result<Taken, String> {
     let is_url = url.starts_with("postgres://") || url.starts_with("postgresql://");
     let (head, pairs, joiner): (&str, Vec<&str>, &str) = if is_url {
         match url.split_once('?') {
@@ -149,7 +229,8 @@ fn take_tls_settings(url: &str) -> std::result::Result<TlsSettings, String> {
     } else {
         ("", url.split_whitespace().collect(), " ")
     };
-    let (mut kept, mut root_cert, mut mode) = (Vec::new(), None, None);
+    let mut taken = Taken::default();
+    let mut kept = Vec::new();
     for pair in pairs {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         let value = if is_url {
@@ -158,25 +239,15 @@ fn take_tls_settings(url: &str) -> std::result::Result<TlsSettings, String> {
             value.to_string()
         };
         match key {
-            "sslrootcert" => root_cert = Some(PathBuf::from(value)),
-            "sslmode" => {
-                use postgres::config::SslMode;
-                mode = Some(match value.as_str() {
-                    "disable" => SslMode::Disable,
-                    "allow" | "prefer" => SslMode::Prefer,
-                    "require" | "verify-ca" | "verify-full" => SslMode::Require,
-                    other => {
-                        return Err(format!(
-                        "sslmode `{other}` is not one of disable, prefer, require, verify-ca, verify-full"
-                    ))
-                    }
-                });
-            }
+            "sslrootcert" => taken.root_cert = Some(PathBuf::from(value)),
+            "sslmode" => taken.mode = Some(ssl_mode(&value)?),
+            "service" => taken.service = Some(value),
+            "passfile" => taken.passfile = Some(value),
             _ if !pair.is_empty() => kept.push(pair),
             _ => {}
         }
     }
-    let rest = if is_url {
+    taken.rest = if is_url {
         if kept.is_empty() {
             head.to_string()
         } else {
@@ -185,7 +256,142 @@ fn take_tls_settings(url: &str) -> std::result::Result<TlsSettings, String> {
     } else {
         kept.join(joiner)
     };
-    Ok((rest, root_cert, mode))
+    Ok(taken)
+}
+
+/// Applies a service's settings that the URL does not set (the URL wins).
+fn apply_service(
+    config: &mut postgres::Config,
+    service: &libpq_files::Service,
+    taken: &mut Taken,
+) -> Result<()> {
+    let bad =
+        |key: &str, why: &str| Error::Usage(format!("{}: `{key}` {why}", service.path.display()));
+    for (key, value) in &service.settings {
+        match key.as_str() {
+            "host" if config.get_hosts().is_empty() => {
+                for host in value.split(',') {
+                    config.host(host);
+                }
+            }
+            "hostaddr" if config.get_hostaddrs().is_empty() => {
+                for addr in value.split(',') {
+                    config.hostaddr(
+                        addr.trim()
+                            .parse()
+                            .map_err(|_| bad(key, "is not an IP address"))?,
+                    );
+                }
+            }
+            "port" if config.get_ports().is_empty() => {
+                for port in value.split(',') {
+                    config.port(port.trim().parse().map_err(|_| bad(key, "is not a port"))?);
+                }
+            }
+            "dbname" if config.get_dbname().is_none() => {
+                config.dbname(value);
+            }
+            "user" if config.get_user().is_none() => {
+                config.user(value);
+            }
+            "password" if config.get_password().is_none() => {
+                config.password(value.as_str());
+            }
+            "options" if config.get_options().is_none() => {
+                config.options(value);
+            }
+            "application_name" if config.get_application_name().is_none() => {
+                config.application_name(value);
+            }
+            "connect_timeout" if config.get_connect_timeout().is_none() => {
+                let secs: u64 = value
+                    .parse()
+                    .map_err(|_| bad(key, "is not a number of seconds"))?;
+                if secs > 0 {
+                    config.connect_timeout(Duration::from_secs(secs));
+                }
+            }
+            "sslmode" if taken.mode.is_none() => {
+                taken.mode = Some(ssl_mode(value).map_err(|why| bad(key, &why))?);
+            }
+            "sslrootcert" if taken.root_cert.is_none() => {
+                taken.root_cert = Some(PathBuf::from(value));
+            }
+            "passfile" if taken.passfile.is_none() => taken.passfile = Some(value.clone()),
+            "host" | "hostaddr" | "port" | "dbname" | "user" | "password" | "options"
+            | "application_name" | "connect_timeout" | "sslmode" | "sslrootcert" | "passfile" => {}
+            _ => return Err(bad(key, "is a setting knowledge-db sync does not read")),
+        }
+    }
+    Ok(())
+}
+
+/// libpq's password search when neither the URL nor the service gives one:
+/// `$PGPASSWORD`, then the password file for this host, port, database and
+/// user. Sets the password found; returns where it came from.
+fn find_password(config: &mut postgres::Config, passfile: Option<&str>) -> Source {
+    if let Ok(password) = std::env::var("PGPASSWORD") {
+        if !password.is_empty() {
+            config.password(password.as_str());
+            return Source::Environment;
+        }
+    }
+    let mut looked = vec!["the URL".to_string(), "PGPASSWORD".to_string()];
+    let Some(path) = libpq_files::passfile_path(passfile) else {
+        looked.push("a password file (no home folder)".into());
+        return Source::None { looked };
+    };
+    let user = config.get_user().unwrap_or_default().to_string();
+    let dbname = config.get_dbname().unwrap_or(&user).to_string();
+    let ports = config.get_ports();
+    let mut hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .map(|host| match host {
+            postgres::config::Host::Tcp(name) => name.clone(),
+            // A socket folder, as libpq looks it up.
+            #[cfg(unix)]
+            postgres::config::Host::Unix(_) => "localhost".to_string(),
+        })
+        .collect();
+    if hosts.is_empty() {
+        hosts = config
+            .get_hostaddrs()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+    }
+    if hosts.is_empty() {
+        hosts.push("localhost".into());
+    }
+    let lookups: Vec<Lookup> = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, host)| Lookup {
+            host: host.clone(),
+            port: ports
+                .get(i)
+                .or_else(|| ports.first())
+                .copied()
+                .unwrap_or(5432),
+            dbname: dbname.clone(),
+            user: user.clone(),
+        })
+        .collect();
+    match libpq_files::passfile_password(&path, &lookups) {
+        Ok(Some((password, line))) => {
+            config.password(password.as_str());
+            Source::PassFile { path, line }
+        }
+        Ok(None) => {
+            looked.push(format!("{} (no line for this server)", path.display()));
+            Source::None { looked }
+        }
+        Err(why) => {
+            looked.push(why);
+            Source::None { looked }
+        }
+    }
 }
 
 fn percent_decode(text: &str) -> String {
@@ -423,19 +629,23 @@ mod tests {
     }
 
     #[test]
-    fn takes_the_tls_settings_rust_postgres_lacks() {
-        let (rest, root, mode) = take_tls_settings(
-            "postgres://u@h/db?sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem&application_name=x",
+    fn takes_the_settings_rust_postgres_lacks() {
+        let taken = take_settings(
+            "postgres://u@h/db?sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem&application_name=x\
+             &service=team&passfile=%2Fsecrets%2Fpgpass",
         )
         .unwrap();
-        assert_eq!(rest, "postgres://u@h/db?application_name=x");
-        assert_eq!(root, Some(PathBuf::from("/etc/ca.pem")));
-        assert_eq!(mode, Some(postgres::config::SslMode::Require));
-        let (rest, root, mode) = take_tls_settings("host=h sslmode=disable dbname=d").unwrap();
-        assert_eq!(rest, "host=h dbname=d");
-        assert_eq!(root, None);
-        assert_eq!(mode, Some(postgres::config::SslMode::Disable));
-        assert!(take_tls_settings("postgres://h/db?sslmode=sometimes").is_err());
+        assert_eq!(taken.rest, "postgres://u@h/db?application_name=x");
+        assert_eq!(taken.root_cert, Some(PathBuf::from("/etc/ca.pem")));
+        assert_eq!(taken.mode, Some(postgres::config::SslMode::Require));
+        assert_eq!(taken.service.as_deref(), Some("team"));
+        assert_eq!(taken.passfile.as_deref(), Some("/secrets/pgpass"));
+        let taken = take_settings("host=h sslmode=disable dbname=d service=x").unwrap();
+        assert_eq!(taken.rest, "host=h dbname=d");
+        assert_eq!(taken.root_cert, None);
+        assert_eq!(taken.mode, Some(postgres::config::SslMode::Disable));
+        assert_eq!(taken.service.as_deref(), Some("x"));
+        assert!(take_settings("postgres://h/db?sslmode=sometimes").is_err());
     }
 
     #[test]

@@ -15,15 +15,28 @@ use crate::error::{Error, Origin, Result};
 use crate::record::Record;
 use crate::store::Store;
 
-/// One id the store holds: its version hash and namespace, and its tier.
+/// One id the store holds: its version hash, namespace and project, whether
+/// it is this store's own, and its tier.
 #[derive(Debug, Clone)]
 pub struct Held {
     /// The store's version hash (`crate::index::record_hash`).
     pub hash: u64,
     /// Its namespace.
     pub namespace: String,
+    /// Its project (empty: none).
+    pub project: String,
+    /// Written here (not pulled from another origin).
+    pub own: bool,
     /// Whether it is archived (L3) rather than live (L2).
     pub archived: bool,
+}
+
+/// The projects of this store's own records: what it has worked on.
+pub fn worked_projects(held: &HashMap<String, Held>) -> HashSet<String> {
+    held.values()
+        .filter(|h| h.own && !h.project.is_empty())
+        .map(|h| h.project.clone())
+        .collect()
 }
 
 /// Every id of both tiers with its hash and namespace. An id in both tiers
@@ -46,7 +59,17 @@ fn scan(searcher: &Searcher, archived: bool, out: &mut HashMap<String, Held>) ->
             continue;
         };
         let hashes = fast.u64("hash")?;
+        let projects = fast.str("project")?;
+        let origins = fast.str("origin")?;
         let mut names: HashMap<u64, String> = HashMap::new();
+        let mut project_names: HashMap<u64, String> = HashMap::new();
+        let mut local_ord = None;
+        if let Some(origins) = &origins {
+            local_ord = origins
+                .dictionary()
+                .term_ord(crate::index::LOCAL_ORIGIN.as_bytes())
+                .map_err(text_error)?;
+        }
         let mut id = String::new();
         for doc in segment.doc_ids_alive() {
             let Some(ord) = ids.term_ords(doc).next() else {
@@ -66,11 +89,35 @@ fn scan(searcher: &Searcher, archived: bool, out: &mut HashMap<String, Held>) ->
                 },
                 None => String::new(),
             };
+            let project = match projects.as_ref().and_then(|p| p.term_ords(doc).next()) {
+                Some(ord) => match project_names.get(&ord) {
+                    Some(name) => name.clone(),
+                    None => {
+                        let mut name = String::new();
+                        if let Some(p) = &projects {
+                            p.ord_to_str(ord, &mut name).map_err(text_error)?;
+                        }
+                        project_names.insert(ord, name.clone());
+                        name
+                    }
+                },
+                None => String::new(),
+            };
+            // A store from before origins were indexed holds only its own.
+            let own = match &origins {
+                Some(o) => match o.term_ords(doc).next() {
+                    Some(ord) => Some(ord) == local_ord,
+                    None => true,
+                },
+                None => true,
+            };
             out.insert(
                 id.clone(),
                 Held {
                     hash: hashes.first(doc).unwrap_or(0),
                     namespace,
+                    project,
+                    own,
                     archived,
                 },
             );

@@ -37,11 +37,25 @@
 //! **Origins.** Pulled records say who wrote them (`sync.origin`, `[sync]
 //! origin`, by default `user@host`); search filters on it.
 //!
+//! **Pull scopes.** A machine pulls every record (`[sync] pull = ["*"]`, the
+//! default) or the projects it has worked on plus those named (see
+//! [`scope::PullScope`]); a scope that grows pulls the rows it skipped
+//! before (a backfill, resumable like the pull).
+//!
+//! **Compaction.** Tombstones leave the server once every machine that pulls
+//! has seen them, or after the team's retention (see [`remote`]). A machine
+//! whose cursor is behind what was compacted asks the server which of the ids
+//! it synced are still there, and deletes those that are not, before it
+//! pushes anything (`catch_up.rs`): a record deleted elsewhere never comes
+//! back from a machine that was away.
+//!
 //! This file holds the settings, the report and one run's frame; the run's
-//! two steps are rooms of their own (`push.rs`, `pull.rs`), and so is what
-//! `stats` shows of sync without reaching the server (`status.rs`).
+//! steps are rooms of their own (`push.rs`, `pull.rs`, `catch_up.rs`), and so
+//! is what `stats` shows of sync without reaching the server (`status.rs`).
 
+mod catch_up;
 pub mod connect;
+pub mod libpq_files;
 pub mod local;
 pub mod manifest;
 mod pull;
@@ -83,6 +97,8 @@ pub struct SyncOptions {
     pub url: Option<String>,
     /// The shared scopes; `None`: `[sync] share`.
     pub share: Option<Vec<String>>,
+    /// The pull scopes; `None`: `[sync] pull`.
+    pub pull: Option<Vec<String>>,
     /// Skip the push (pull only).
     pub no_push: bool,
     /// Skip the pull (push only).
@@ -102,6 +118,10 @@ pub struct SyncReport {
     pub shared: Vec<String>,
     /// Records the server took from this store.
     pub pushed: u64,
+    /// Rows sent (records and tombstones), taken or not: a resumed push
+    /// sends only what the server may lack.
+    #[serde(default)]
+    pub push_sent: u64,
     /// Tombstones (deletes here) the server took.
     pub pushed_tombstones: u64,
     /// Pushed versions that lost to a newer write elsewhere (the winner was
@@ -123,6 +143,33 @@ pub struct SyncReport {
     pub pulled_older: u64,
     /// Bytes of records and vectors received.
     pub pull_bytes: u64,
+    /// Rows received with their payload (records and tombstones; this
+    /// store's own rows come without one).
+    #[serde(default)]
+    pub pull_received: u64,
+    /// What this store pulls (`*`, or its projects and namespaces).
+    #[serde(default)]
+    pub pulled_scope: Vec<String>,
+    /// Records pulled from before the cursor because the scope grew.
+    #[serde(default)]
+    pub backfilled: u64,
+    /// Live records on the server outside the pull scope (left remote).
+    #[serde(default)]
+    pub left_remote: u64,
+    /// The server's tables were migrated from this version by this sync.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrated_from: Option<i32>,
+    /// The server had compacted deletes this store had not pulled: it
+    /// checked every id it synced against the server.
+    #[serde(default)]
+    pub caught_up: bool,
+    /// Records deleted here because the server no longer holds them (their
+    /// delete was compacted while this store was away).
+    #[serde(default)]
+    pub compacted_deletes_here: u64,
+    /// Tombstones this sync compacted on the server.
+    #[serde(default)]
+    pub compacted: u64,
     /// Records (not tombstones) on the server after the sync.
     pub remote_records: u64,
     /// The highest change number pulled.
@@ -144,6 +191,8 @@ pub struct Settings {
     pub url_from: &'static str,
     /// What is pushed.
     pub scopes: Scopes,
+    /// What is pulled (`[sync] pull`, before the projects worked on).
+    pub pull: Vec<String>,
     /// This store's origin name.
     pub origin: String,
     /// The tables' schema, if set.
@@ -171,6 +220,9 @@ impl Settings {
             Some(share) => Scopes::parse(share)?,
             None => Scopes::parse(&config.share)?,
         };
+        let pull = options.pull.clone().unwrap_or_else(|| config.pull.clone());
+        // Checked here, so a bad scope is a usage error before any connection.
+        scope::PullScope::new(&pull, std::iter::empty())?;
         let every_secs = if config.every.trim().is_empty() {
             None
         } else {
@@ -190,6 +242,7 @@ impl Settings {
             url,
             url_from,
             scopes,
+            pull,
             origin: if config.origin.trim().is_empty() {
                 default_origin()
             } else {
@@ -265,6 +318,8 @@ pub fn sync(
     let target = connect::Target::parse(&url)?;
     let _lock = lock_sync(store)?;
     let mut state = State::read(store.root());
+    // A state a newer knowledge-db wrote is left as it is.
+    state.check_format(store.root())?;
     state.last_attempt_unix = Some(crate::now_unix());
     state.server = Some(target.shown().to_string());
     let result =
@@ -347,6 +402,7 @@ impl<'a> Run<'a> {
             // Other tables: what this store knew of the old ones says nothing here.
             let _ = std::fs::remove_file(dir.join("manifest.jsonl"));
             let mut fresh = State {
+                machine: state.machine.clone(),
                 instance: Some(remote.instance().to_string()),
                 server: state.server.clone(),
                 last_attempt_unix: state.last_attempt_unix,
@@ -355,7 +411,14 @@ impl<'a> Run<'a> {
             fresh.save(store.root())?;
             std::mem::swap(state, &mut fresh);
         }
+        if state.machine.is_none() {
+            state.machine = Some(random_id());
+            let mut saved = State::read(store.root());
+            saved.machine = state.machine.clone();
+            saved.save(store.root())?;
+        }
         let manifest = Manifest::load(&dir, &settings.scopes.fingerprint())?;
+        let migrated_from = remote.migrated_from();
         Ok(Run {
             store,
             settings,
@@ -366,6 +429,7 @@ impl<'a> Run<'a> {
                 server: target.shown().to_string(),
                 origin: settings.origin.clone(),
                 shared: settings.scopes.names(),
+                migrated_from,
                 ..SyncReport::default()
             },
             started,
@@ -373,6 +437,9 @@ impl<'a> Run<'a> {
     }
 
     fn go(mut self, progress: &mut dyn FnMut(&str, u64, u64)) -> Result<SyncReport> {
+        // Before anything is pushed: deletes this store missed while the
+        // server compacted them.
+        self.catch_up(None)?;
         if !self.options.no_push {
             let clock = Instant::now();
             self.push(progress)?;
@@ -380,8 +447,15 @@ impl<'a> Run<'a> {
         }
         if !self.options.no_pull {
             let clock = Instant::now();
+            let since = State::read(self.store.root()).cursor;
             self.pull(progress)?;
             self.report.pull_seconds = clock.elapsed().as_secs_f64();
+            // A compaction that ran while this pull read may have taken a
+            // tombstone from under it.
+            self.catch_up(Some(since))?;
+        }
+        if let Some(n) = self.remote.compact()? {
+            self.report.compacted = n;
         }
         let (records, _) = self.remote.counts()?;
         self.report.remote_records = records;
@@ -433,6 +507,28 @@ impl<'a> Run<'a> {
 fn parse_version(text: &str) -> Result<u64> {
     u64::from_str_radix(text, 16)
         .map_err(|_| Error::Sync(format!("a row's version `{text}` is not 16 hex digits")))
+}
+
+/// 32 random hex digits (a machine's id on the server).
+fn random_id() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    let random = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    if random.is_err() {
+        // No /dev/urandom: the clock, the process and the host, hashed.
+        let seed = format!(
+            "{:?}{}{}",
+            Instant::now(),
+            std::process::id(),
+            default_origin()
+        );
+        let nanos = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
+        let a = xxhash_rust::xxh3::xxh3_64(format!("{seed}{nanos}").as_bytes());
+        let b = xxhash_rust::xxh3::xxh3_64(format!("{nanos}{seed}").as_bytes());
+        bytes[..8].copy_from_slice(&a.to_le_bytes());
+        bytes[8..].copy_from_slice(&b.to_le_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// About how many bytes a row takes on the wire.

@@ -212,6 +212,7 @@ impl Run<'_> {
         }
         let (rows, hashes): (Vec<Row>, Vec<Option<u64>>) = batch.into_iter().unzip();
         self.report.push_bytes += rows.iter().map(row_bytes).sum::<u64>();
+        self.report.push_sent += rows.len() as u64;
         let taken: HashSet<String> = self.remote.push(&rows)?.into_iter().collect();
         let mut notes = Vec::new();
         let mut lost = Vec::new();

@@ -2,12 +2,15 @@
 //! that move them.
 //!
 //! ```sql
-//! kdb_records (id text PRIMARY KEY, seq bigint UNIQUE, origin text,
-//!              written_ms bigint, deleted boolean, kind, namespace, project,
-//!              version text, record json, model text, recipe int,
-//!              text_hash text, embedding vector(384), pushed_at timestamptz)
-//! kdb_seq     the sequence every accepted write takes a number from
-//! kdb_meta    (key, value): schema_version
+//! kdb_records  (id text PRIMARY KEY, seq bigint UNIQUE, origin text,
+//!               written_ms bigint, deleted boolean, kind, namespace, project,
+//!               version text, record json, model text, recipe int,
+//!               text_hash text, embedding vector(384), pushed_at timestamptz)
+//! kdb_seq      the sequence every accepted write takes a number from
+//! kdb_meta     (key, value): schema_version, oldest_reader, instance,
+//!              tombstone_retention, compacted_through, compacted_written_ms
+//! kdb_machines (machine, origin, cursor, first_seen, last_seen): every store
+//!              that pulls, and how far (schema 2)
 //! ```
 //!
 //! A row is the newest version of one id (a tombstone when `deleted`, with
@@ -24,6 +27,23 @@
 //! number, so the merge holds a transaction-level advisory lock from taking
 //! numbers to its commit: numbers commit in order. The lock is held for one
 //! server-side statement per batch, not while data travels.
+//!
+//! **Tombstones are compacted** (see [`Remote::compact`]) once every machine
+//! in `kdb_machines` has pulled past them, or when they are older than the
+//! team's `tombstone_retention`; `compacted_through` then says which change
+//! numbers may have lost a tombstone, so a machine whose cursor is below it
+//! knows it may hold records deleted elsewhere (see `super::catch_up`).
+//!
+//! **Schema versions.** `schema_version` is the layout of the tables;
+//! `oldest_reader` the oldest layout a knowledge-db may know and still sync
+//! with them safely (a later layout that only adds keeps it; one that changes
+//! what a write means raises it). A knowledge-db that knows an older layout
+//! than `oldest_reader` stops with a message before it reads or writes a row;
+//! one that knows a newer layout migrates the tables forward in one
+//! transaction (see [`compat`]). Knowledge-db 1 (schema 1) refuses any other
+//! version than 1, so machines still on it stop syncing, with that message,
+//! once a newer one migrated the tables; they would not have waited for
+//! compaction, and could bring deleted records back.
 
 use std::fmt::Write as _;
 
@@ -34,11 +54,96 @@ use super::connect::error_text;
 use crate::error::{Error, Result};
 
 /// The version of the tables this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
+
+/// The oldest table layout a knowledge-db may know and sync with tables of
+/// [`SCHEMA_VERSION`]: schema 1 knew nothing of compaction.
+pub const OLDEST_READER: i32 = 2;
+
+/// How long a tombstone is kept at most, when the team sets nothing
+/// (`kdb_meta.tombstone_retention`, a Postgres interval).
+pub const DEFAULT_TOMBSTONE_RETENTION: &str = "30 days";
+
+/// What this knowledge-db does with tables of a given version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Compat {
+    /// The layout this build writes.
+    Same,
+    /// An older layout: migrate it forward from this version.
+    Migrate(i32),
+    /// A newer layout that declares this build a safe reader.
+    Newer(i32),
+    /// A newer layout this build must not touch.
+    TooNew {
+        /// The tables' version.
+        found: i32,
+        /// The oldest layout that may sync with them.
+        oldest_reader: i32,
+    },
+}
+
+/// How tables of version `found` (with `oldest_reader`, when the tables
+/// say) meet this build.
+pub fn compat(found: i32, oldest_reader: Option<i32>) -> Compat {
+    use std::cmp::Ordering::*;
+    match found.cmp(&SCHEMA_VERSION) {
+        Equal => Compat::Same,
+        Less => Compat::Migrate(found),
+        Greater => {
+            // A newer layout that does not say who may read it: only itself.
+            let oldest_reader = oldest_reader.unwrap_or(found);
+            if oldest_reader <= SCHEMA_VERSION {
+                Compat::Newer(found)
+            } else {
+                Compat::TooNew {
+                    found,
+                    oldest_reader,
+                }
+            }
+        }
+    }
+}
+
+/// Which rows a pull reads (see `super::scope::PullScope`).
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Every record.
+    pub all: bool,
+    /// Records of these projects.
+    pub projects: Vec<String>,
+    /// Records of these namespaces.
+    pub namespaces: Vec<String>,
+    /// Records this origin wrote.
+    pub origin: Option<String>,
+    /// Tombstones (every one, whatever its scope).
+    pub tombstones: bool,
+}
+
+/// Live records of one `(project, namespace)` on the server.
+pub type ScopeCount = (Option<String>, Option<String>, u64);
+
+/// What compaction has removed so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Compacted {
+    /// The highest change number of a tombstone removed (0: none).
+    pub through: i64,
+    /// The newest delete removed, Unix milliseconds.
+    pub written_ms: i64,
+}
 
 /// The advisory lock key of merges and schema set-up (any fixed number; it
 /// only has to be the same for every knowledge-db).
 const LOCK_KEY: i64 = 0x006b_6462_7379_6e63; // "kdbsync"
+
+/// The lock key of the tables at `prefix`: advisory locks are per database,
+/// so teams in schemas of one database take keys of their own and never
+/// wait for each other's merges (the search_path's tables keep [`LOCK_KEY`]).
+fn lock_key(prefix: &str) -> i64 {
+    if prefix.is_empty() {
+        return LOCK_KEY;
+    }
+    LOCK_KEY ^ xxhash_rust::xxh3::xxh3_64(prefix.as_bytes()) as i64
+}
 
 /// One version of one id, as pushed or pulled.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,6 +186,10 @@ pub struct Remote {
     /// The tables' random id, made when they were created: a store that
     /// meets other tables (a new server, a restored one) starts over.
     instance: String,
+    /// The tables' version as found.
+    found: i32,
+    /// The version migrated from, when this connection migrated them.
+    migrated: Option<i32>,
 }
 
 /// A postgres error as a sync error, saying what was being done.
@@ -99,7 +208,7 @@ impl Remote {
         let mut tx = client
             .transaction()
             .map_err(failed("starting a transaction"))?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_KEY])
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock_key(&prefix)])
             .map_err(failed("waiting for the sync lock"))?;
         // Tables already there are not created again: `CREATE … IF NOT
         // EXISTS` checks the CREATE privilege first, and a member who may
@@ -128,32 +237,71 @@ impl Remote {
             tx.batch_execute(&create_tables(&prefix))
                 .map_err(failed("creating the sync tables"))?;
         }
-        let found: String = tx
-            .query_one(
-                &format!("SELECT value FROM {prefix}kdb_meta WHERE key = 'schema_version'"),
-                &[],
-            )
-            .map_err(failed("reading the schema version"))?
-            .get(0);
-        if found.parse::<i32>().ok() != Some(SCHEMA_VERSION) {
-            return Err(Error::Sync(format!(
-                "the server's sync tables are version {found}; this knowledge-db reads version \
-                 {SCHEMA_VERSION}: upgrade knowledge-db"
-            )));
+        let meta = |tx: &mut Transaction<'_>, key: &str| -> Result<Option<String>> {
+            Ok(tx
+                .query_opt(
+                    &format!("SELECT value FROM {prefix}kdb_meta WHERE key = $1"),
+                    &[&key],
+                )
+                .map_err(failed("reading the tables' version"))?
+                .map(|row| row.get(0)))
+        };
+        let found_text = meta(&mut tx, "schema_version")?.unwrap_or_default();
+        let found: i32 = found_text.trim().parse().map_err(|_| {
+            Error::Sync(format!(
+                "the server's sync tables have no readable schema_version in {prefix}kdb_meta \
+                 (found `{found_text}`): they were not made by knowledge-db, or were edited; \
+                 nothing was read or written"
+            ))
+        })?;
+        let oldest_reader = meta(&mut tx, "oldest_reader")?.and_then(|v| v.trim().parse().ok());
+        let mut migrated = None;
+        match compat(found, oldest_reader) {
+            Compat::Same | Compat::Newer(_) => {}
+            Compat::Migrate(from) => {
+                tx.batch_execute(&migrate(&prefix, from)?).map_err(|e| {
+                    Error::Sync(format!(
+                        "the server's sync tables are version {from}; this knowledge-db uses \
+                         version {SCHEMA_VERSION} and could not upgrade them ({}): run one sync \
+                         as the role that owns {prefix}kdb_records, or keep this machine on its \
+                         older knowledge-db until then; nothing was written",
+                        error_text(&e)
+                    ))
+                })?;
+                migrated = Some(from);
+            }
+            Compat::TooNew {
+                found,
+                oldest_reader,
+            } => {
+                return Err(Error::Sync(format!(
+                    "the server's sync tables are version {found}, written by a newer \
+                     knowledge-db, and need a knowledge-db that knows version {oldest_reader} or \
+                     later; this one knows version {SCHEMA_VERSION}: upgrade knowledge-db on this \
+                     machine to sync with them (nothing was read or written)"
+                )));
+            }
         }
-        let instance: String = tx
-            .query_one(
-                &format!("SELECT value FROM {prefix}kdb_meta WHERE key = 'instance'"),
-                &[],
-            )
-            .map_err(failed("reading the tables' instance id"))?
-            .get(0);
+        let instance = meta(&mut tx, "instance")?
+            .ok_or_else(|| Error::Sync(format!("{prefix}kdb_meta has no instance id")))?;
         tx.commit().map_err(failed("creating the sync tables"))?;
         Ok(Remote {
             client,
             prefix,
             instance,
+            found,
+            migrated,
         })
+    }
+
+    /// The version of the tables as found (before a migration).
+    pub fn found_version(&self) -> i32 {
+        self.found
+    }
+
+    /// The version the tables were migrated from by this connection, if any.
+    pub fn migrated_from(&self) -> Option<i32> {
+        self.migrated
     }
 
     /// The tables' instance id.
@@ -204,7 +352,7 @@ impl Remote {
             ],
         )
         .map_err(failed("sending records"))?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_KEY])
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock_key(&p)])
             .map_err(failed("waiting for the sync lock"))?;
         let taken = tx
             .query(
@@ -234,11 +382,20 @@ impl Remote {
         Ok(taken.iter().map(|row| row.get(0)).collect())
     }
 
-    /// Up to `limit` rows with `seq` above `after`, in `seq` order.
-    /// Rows written by `origin` come without their record and vector (the
-    /// puller wrote them: it asks for them by id only if it lacks them).
-    pub fn pull(&mut self, after: i64, limit: i64, origin: &str) -> Result<Vec<Row>> {
+    /// Up to `limit` rows with `seq` above `after` (and at most `until`)
+    /// that `filter` takes, in `seq` order. Rows written by `origin` come
+    /// without their record and vector (the puller wrote them: it asks for
+    /// them by id only if it lacks them).
+    pub fn pull(
+        &mut self,
+        after: i64,
+        until: Option<i64>,
+        limit: i64,
+        origin: &str,
+        filter: &Filter,
+    ) -> Result<Vec<Row>> {
         let p = &self.prefix;
+        let until = until.unwrap_or(i64::MAX);
         let rows = self
             .client
             .query(
@@ -246,12 +403,177 @@ impl Remote {
                     "SELECT id, seq, origin, written_ms, deleted, kind, namespace, project, \
                      version, CASE WHEN origin = $3 THEN NULL ELSE record::text END, model, \
                      recipe, text_hash, CASE WHEN origin = $3 THEN NULL ELSE embedding END \
-                     FROM {p}kdb_records WHERE seq > $1 ORDER BY seq LIMIT $2"
+                     FROM {p}kdb_records WHERE seq > $1 AND seq <= $4 AND ( \
+                     (deleted AND $5) OR (NOT deleted AND ($6 OR origin = $7 \
+                     OR project = ANY($8) OR namespace = ANY($9)))) \
+                     ORDER BY seq LIMIT $2"
                 ),
-                &[&after, &limit, &origin],
+                &[
+                    &after,
+                    &limit,
+                    &origin,
+                    &until,
+                    &filter.tombstones,
+                    &filter.all,
+                    &filter.origin,
+                    &filter.projects,
+                    &filter.namespaces,
+                ],
             )
             .map_err(failed("reading records"))?;
         rows.iter().map(row_of).collect()
+    }
+
+    /// Of `ids`, those the server holds a row of (a record or a tombstone).
+    pub fn present(&mut self, ids: &[String]) -> Result<std::collections::HashSet<String>> {
+        let p = &self.prefix;
+        let rows = self
+            .client
+            .query(
+                &format!("SELECT id FROM {p}kdb_records WHERE id = ANY($1)"),
+                &[&ids],
+            )
+            .map_err(failed("reading ids"))?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
+    }
+
+    /// Live records on the server per `(project, namespace)`.
+    pub fn scope_counts(&mut self) -> Result<Vec<ScopeCount>> {
+        let p = &self.prefix;
+        let rows = self
+            .client
+            .query(
+                &format!(
+                    "SELECT project, namespace, count(*) FROM {p}kdb_records WHERE NOT deleted \
+                     GROUP BY project, namespace"
+                ),
+                &[],
+            )
+            .map_err(failed("counting records by project"))?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let n: i64 = row.get(2);
+                (row.get(0), row.get(1), n.max(0) as u64)
+            })
+            .collect())
+    }
+
+    /// What compaction has removed so far.
+    pub fn compacted(&mut self) -> Result<Compacted> {
+        let p = &self.prefix;
+        let rows = self
+            .client
+            .query(
+                &format!(
+                    "SELECT key, value FROM {p}kdb_meta \
+                     WHERE key IN ('compacted_through', 'compacted_written_ms')"
+                ),
+                &[],
+            )
+            .map_err(failed("reading the compaction mark"))?;
+        let mut out = Compacted::default();
+        for row in rows {
+            let (key, value): (String, String) = (row.get(0), row.get(1));
+            let value = value.trim().parse().unwrap_or(0);
+            match key.as_str() {
+                "compacted_through" => out.through = value,
+                _ => out.written_ms = value,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Notes that `machine` (of `origin`) has pulled through `cursor`.
+    /// Returns false when this role may not (a read-only member): then
+    /// compaction does not wait for it, and it checks its ids when it falls
+    /// behind (see `super::catch_up`).
+    pub fn register(&mut self, machine: &str, origin: &str, cursor: i64) -> Result<bool> {
+        let p = &self.prefix;
+        let done = self.client.execute(
+            &format!(
+                "INSERT INTO {p}kdb_machines AS m (machine, origin, cursor) VALUES ($1, $2, $3) \
+                 ON CONFLICT (machine) DO UPDATE SET origin = EXCLUDED.origin, \
+                 cursor = greatest(m.cursor, EXCLUDED.cursor), last_seen = now()"
+            ),
+            &[&machine, &origin, &cursor],
+        );
+        match done {
+            Ok(_) => Ok(true),
+            Err(e) if is_permission_denied(&e) => Ok(false),
+            Err(e) => Err(failed("noting this machine's cursor")(e)),
+        }
+    }
+
+    /// Removes the tombstones every machine has pulled past, and those older
+    /// than the team's `tombstone_retention`; forgets machines unseen for
+    /// that long (so one lost laptop does not keep every tombstone forever).
+    /// Returns how many tombstones went, or `None` when this role may not
+    /// delete rows (another member's sync compacts).
+    pub fn compact(&mut self) -> Result<Option<u64>> {
+        let p = self.prefix.clone();
+        let mut tx = self
+            .client
+            .transaction()
+            .map_err(failed("starting a compaction"))?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock_key(&p)])
+            .map_err(failed("waiting for the sync lock"))?;
+        let retention: String = tx
+            .query_opt(
+                &format!("SELECT value FROM {p}kdb_meta WHERE key = 'tombstone_retention'"),
+                &[],
+            )
+            .map_err(failed("reading the tombstone retention"))?
+            .map(|row| row.get(0))
+            .unwrap_or_else(|| DEFAULT_TOMBSTONE_RETENTION.to_string());
+        let forgotten = tx.execute(
+            &format!("DELETE FROM {p}kdb_machines WHERE last_seen < now() - $1::text::interval"),
+            &[&retention],
+        );
+        match forgotten {
+            Ok(_) => {}
+            Err(e) if is_permission_denied(&e) => return Ok(None),
+            Err(e) => {
+                return Err(Error::Sync(format!(
+                    "compacting tombstones (tombstone_retention = '{retention}' in \
+                     {p}kdb_meta must be a Postgres interval such as '30 days'): {}",
+                    error_text(&e)
+                )))
+            }
+        }
+        let removed = tx.query_one(
+            &format!(
+                "WITH gone AS (DELETE FROM {p}kdb_records WHERE deleted AND (\
+                 seq <= (SELECT coalesce(min(cursor), 0) FROM {p}kdb_machines) \
+                 OR pushed_at < now() - $1::text::interval) RETURNING seq, written_ms) \
+                 SELECT count(*), coalesce(max(seq), 0), coalesce(max(written_ms), 0) FROM gone"
+            ),
+            &[&retention],
+        );
+        let removed = match removed {
+            Ok(row) => row,
+            Err(e) if is_permission_denied(&e) => return Ok(None),
+            Err(e) => return Err(failed("compacting tombstones")(e)),
+        };
+        let (count, through, written): (i64, i64, i64) =
+            (removed.get(0), removed.get(1), removed.get(2));
+        if count > 0 {
+            for (key, value) in [
+                ("compacted_through", through),
+                ("compacted_written_ms", written),
+            ] {
+                tx.execute(
+                    &format!(
+                        "INSERT INTO {p}kdb_meta AS m VALUES ($1, $2) ON CONFLICT (key) DO UPDATE \
+                         SET value = greatest(m.value::bigint, EXCLUDED.value::bigint)::text"
+                    ),
+                    &[&key, &value.to_string()],
+                )
+                .map_err(failed("noting the compaction"))?;
+            }
+        }
+        tx.commit().map_err(failed("committing a compaction"))?;
+        Ok(Some(count.max(0) as u64))
     }
 
     /// The current rows of `ids`.
@@ -412,10 +734,50 @@ fn create_tables(p: &str) -> String {
          INSERT INTO {p}kdb_meta VALUES ('schema_version', '{SCHEMA_VERSION}')
            ON CONFLICT (key) DO NOTHING;
          INSERT INTO {p}kdb_meta VALUES ('instance', md5(random()::text || clock_timestamp()::text))
-           ON CONFLICT (key) DO NOTHING;",
-        dim = crate::embed::DIM
+           ON CONFLICT (key) DO NOTHING;
+         {v2}",
+        dim = crate::embed::DIM,
+        v2 = to_v2(p)
     );
     sql
+}
+
+/// What schema 2 adds to schema 1: the machines that pull (for compaction),
+/// an index of tombstones, and the compaction and version keys.
+fn to_v2(p: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {p}kdb_machines (
+           machine text PRIMARY KEY,
+           origin text NOT NULL,
+           cursor bigint NOT NULL,
+           first_seen timestamptz NOT NULL DEFAULT now(),
+           last_seen timestamptz NOT NULL DEFAULT now());
+         CREATE INDEX IF NOT EXISTS kdb_records_tombstones ON {p}kdb_records (seq) WHERE deleted;
+         INSERT INTO {p}kdb_meta VALUES ('oldest_reader', '{OLDEST_READER}')
+           ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;
+         INSERT INTO {p}kdb_meta VALUES ('tombstone_retention', '{DEFAULT_TOMBSTONE_RETENTION}')
+           ON CONFLICT (key) DO NOTHING;
+         INSERT INTO {p}kdb_meta VALUES ('compacted_through', '0') ON CONFLICT (key) DO NOTHING;
+         INSERT INTO {p}kdb_meta VALUES ('compacted_written_ms', '0') ON CONFLICT (key) DO NOTHING;
+         UPDATE {p}kdb_meta SET value = '{SCHEMA_VERSION}' WHERE key = 'schema_version';"
+    )
+}
+
+/// The statements that take tables of version `from` to [`SCHEMA_VERSION`].
+fn migrate(p: &str, from: i32) -> Result<String> {
+    match from {
+        1 => Ok(to_v2(p)),
+        other => Err(Error::Sync(format!(
+            "the server's sync tables are version {other}, which no knowledge-db wrote; \
+             this one knows versions 1 to {SCHEMA_VERSION}: nothing was read or written"
+        ))),
+    }
+}
+
+/// Whether Postgres refused for want of a privilege.
+fn is_permission_denied(e: &postgres::Error) -> bool {
+    e.as_db_error()
+        .is_some_and(|db| db.code() == &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE)
 }
 
 /// A name as a quoted SQL identifier.
@@ -426,4 +788,32 @@ fn quote_ident(name: &str) -> String {
 /// Text as an SQL string literal.
 fn literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_meet_with_a_migration_or_a_message() {
+        assert_eq!(compat(SCHEMA_VERSION, Some(OLDEST_READER)), Compat::Same);
+        assert_eq!(compat(1, None), Compat::Migrate(1));
+        // A later layout that only adds says this build may still sync.
+        assert_eq!(
+            compat(SCHEMA_VERSION + 1, Some(SCHEMA_VERSION)),
+            Compat::Newer(SCHEMA_VERSION + 1)
+        );
+        // One that changes what a write means does not; nor one that says nothing.
+        for oldest in [Some(SCHEMA_VERSION + 1), None] {
+            assert_eq!(
+                compat(SCHEMA_VERSION + 1, oldest),
+                Compat::TooNew {
+                    found: SCHEMA_VERSION + 1,
+                    oldest_reader: SCHEMA_VERSION + 1
+                }
+            );
+        }
+        assert!(migrate("", 0).is_err());
+        assert!(migrate("", 1).unwrap().contains("kdb_machines"));
+    }
 }

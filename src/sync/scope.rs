@@ -1,10 +1,16 @@
-//! Shared scopes: which records this store pushes.
+//! Scopes: which records this store pushes, and which it pulls.
 //!
 //! Nothing is shared unless named (`[sync] share` or `--share`). A scope is a
 //! namespace (`team`, or `namespace:team`), a project (`project:/home/me/api`,
 //! matched against the record's `project`, the session's git root or working
-//! folder), or `*` for every record. Pulling is not scoped: whatever others
-//! shared comes in.
+//! folder), or `*` for every record.
+//!
+//! Pulling is scoped the same way (`[sync] pull`, default `["*"]`: every
+//! record the server holds). Any list without `*` is a [`PullScope`]: the
+//! projects this store has worked on (the projects of its own records, found
+//! in the index's fast columns), plus the scopes named, plus whatever this
+//! origin wrote itself. Deletes always come, whatever their scope: they are a
+//! few bytes, and a record pulled before a scope narrowed must still go.
 
 use crate::error::{Error, Result};
 use crate::record::Record;
@@ -127,6 +133,132 @@ impl Scopes {
     }
 }
 
+/// What this store pulls: every record, or those of some projects and
+/// namespaces (and, always, this origin's own records and every delete).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PullScope {
+    /// Every record (`*` in `[sync] pull`).
+    pub all: bool,
+    /// Projects named in `[sync] pull`.
+    pub named_projects: std::collections::BTreeSet<String>,
+    /// Projects of this store's own records.
+    pub worked_projects: std::collections::BTreeSet<String>,
+    /// Namespaces named in `[sync] pull`.
+    pub namespaces: std::collections::BTreeSet<String>,
+}
+
+impl PullScope {
+    /// `[sync] pull`, with the projects this store has worked on.
+    pub fn new<S: AsRef<str>>(
+        pull: &[S],
+        worked: impl IntoIterator<Item = String>,
+    ) -> Result<PullScope> {
+        let mut scope = PullScope::default();
+        for text in pull {
+            match Scope::parse(text.as_ref()).map_err(|e| match e {
+                Error::Usage(m) => Error::Usage(m.replace("share scope", "pull scope")),
+                other => other,
+            })? {
+                Scope::All => scope.all = true,
+                Scope::Project(path) => {
+                    scope.named_projects.insert(path);
+                }
+                Scope::Namespace(name) => {
+                    scope.namespaces.insert(name);
+                }
+            }
+        }
+        if !scope.all {
+            scope.worked_projects = worked
+                .into_iter()
+                .map(|p| p.trim_end_matches('/').to_string())
+                .filter(|p| !p.is_empty())
+                .collect();
+        }
+        Ok(scope)
+    }
+
+    /// Every project pulled (named or worked on).
+    pub fn projects(&self) -> Vec<String> {
+        self.named_projects
+            .iter()
+            .chain(&self.worked_projects)
+            .cloned()
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    }
+
+    /// The scope as items (`*`, `project:P`, `namespace:N`), sorted: the
+    /// state keeps them to see what a later scope adds.
+    pub fn items(&self) -> Vec<String> {
+        if self.all {
+            return vec!["*".to_string()];
+        }
+        let mut items: Vec<String> = self
+            .projects()
+            .into_iter()
+            .map(|p| format!("project:{p}"))
+            .chain(self.namespaces.iter().map(|n| format!("namespace:{n}")))
+            .collect();
+        items.sort();
+        items
+    }
+
+    /// The scope of saved items (`None`: a state from before pull scopes,
+    /// which pulled everything).
+    pub fn from_items(items: Option<&[String]>) -> PullScope {
+        let Some(items) = items else {
+            return PullScope {
+                all: true,
+                ..PullScope::default()
+            };
+        };
+        PullScope::new(items, std::iter::empty()).unwrap_or(PullScope {
+            all: true,
+            ..PullScope::default()
+        })
+    }
+
+    /// Whether a record of `project` and `namespace` is pulled.
+    pub fn covers(&self, project: Option<&str>, namespace: &str) -> bool {
+        self.all
+            || self.namespaces.contains(namespace)
+            || project.is_some_and(|p| {
+                let p = p.trim_end_matches('/');
+                self.named_projects.contains(p) || self.worked_projects.contains(p)
+            })
+    }
+
+    /// What `self` pulls that `before` did not: `None` when nothing (the
+    /// rows `before` skipped need no second look).
+    pub fn added_since(&self, before: &PullScope) -> Option<PullScope> {
+        if before.all {
+            return None;
+        }
+        if self.all {
+            return Some(self.clone());
+        }
+        let before_projects: std::collections::BTreeSet<String> =
+            before.projects().into_iter().collect();
+        let added = PullScope {
+            all: false,
+            named_projects: self
+                .projects()
+                .into_iter()
+                .filter(|p| !before_projects.contains(p))
+                .collect(),
+            worked_projects: Default::default(),
+            namespaces: self
+                .namespaces
+                .difference(&before.namespaces)
+                .cloned()
+                .collect(),
+        };
+        (!added.named_projects.is_empty() || !added.namespaces.is_empty()).then_some(added)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,5 +296,48 @@ mod tests {
         let namespaces = Scopes::parse(&["team"]).unwrap();
         assert_eq!(namespaces.decides_by_namespace("other"), Some(false));
         assert!(!Scopes::default().shares(&record("team", None)));
+    }
+
+    #[test]
+    fn a_pull_scope_is_the_named_and_the_worked_on() {
+        let worked = vec!["/src/api/".to_string(), "/src/web".to_string()];
+        let scope = PullScope::new(&["project:/src/docs", "handbook"], worked.clone()).unwrap();
+        assert_eq!(
+            scope.items(),
+            vec![
+                "namespace:handbook",
+                "project:/src/api",
+                "project:/src/docs",
+                "project:/src/web"
+            ]
+        );
+        assert!(scope.covers(Some("/src/api"), "team"));
+        assert!(scope.covers(None, "handbook"));
+        assert!(!scope.covers(Some("/src/payroll"), "team"));
+        assert!(!scope.covers(None, "team"));
+        let all = PullScope::new(&["*"], worked).unwrap();
+        assert_eq!(all.items(), vec!["*"]);
+        assert!(all.worked_projects.is_empty());
+        assert!(all.covers(None, "x"));
+        assert!(PullScope::new(&["colour:blue"], Vec::new())
+            .unwrap_err()
+            .to_string()
+            .contains("pull scope"));
+    }
+
+    #[test]
+    fn a_wider_scope_names_what_it_adds() {
+        let before = PullScope::from_items(Some(&["project:/a".to_string()]));
+        let after = PullScope::new(&["project:/a", "project:/b", "ns"], Vec::new()).unwrap();
+        let added = after.added_since(&before).unwrap();
+        assert_eq!(added.items(), vec!["namespace:ns", "project:/b"]);
+        assert_eq!(before.added_since(&after), None);
+        assert_eq!(after.added_since(&PullScope::from_items(None)), None);
+        let all = PullScope::new(&["*"], Vec::new()).unwrap();
+        assert_eq!(all.added_since(&before).unwrap().items(), vec!["*"]);
+        assert_eq!(
+            PullScope::from_items(Some(&after.items())).items(),
+            after.items()
+        );
     }
 }

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::manifest::{Entry, Manifest};
-use super::{connect, local, state, Settings, State, SyncOptions};
+use super::{connect, local, scope, state, Settings, State, SyncOptions};
 use crate::error::Result;
 use crate::store::Store;
 
@@ -23,6 +23,19 @@ pub struct Status {
     pub origin: String,
     /// The shared scopes.
     pub shared: Vec<String>,
+    /// What this store pulls now: `*`, or its projects (worked on here, or
+    /// named in `[sync] pull`) and namespaces.
+    pub pull: Vec<String>,
+    /// Of those projects, the ones worked on here.
+    pub worked_on: Vec<String>,
+    /// The server's live records at the last sync that this store pulls, by
+    /// scope, largest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pulled_scopes: Option<Vec<(String, u64)>>,
+    /// The server's live records at the last sync left remote (outside the
+    /// pull scope), by scope, largest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_scopes: Option<Vec<(String, u64)>>,
     /// Seconds between background syncs, when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub every_secs: Option<i64>,
@@ -51,6 +64,8 @@ pub fn status(store: &Store) -> Result<Status> {
     let state = State::read(store.root());
     let manifest = Manifest::load(&state::dir(store.root()), &settings.scopes.fingerprint())?;
     let held = local::held(store)?;
+    let worked = local::worked_projects(&held);
+    let pull = scope::PullScope::new(&settings.pull, worked)?;
     let mut pending = 0u64;
     for (id, h) in &held {
         let known = manifest.get(id);
@@ -87,6 +102,10 @@ pub fn status(store: &Store) -> Result<Status> {
             .or(state.server.clone()),
         origin: settings.origin,
         shared: settings.scopes.names(),
+        pull: pull.items(),
+        worked_on: pull.worked_projects.iter().cloned().collect(),
+        pulled_scopes: state.scopes.as_ref().map(|s| s.pulled.clone()),
+        remote_scopes: state.scopes.as_ref().map(|s| s.remote.clone()),
         every_secs: settings.every_secs,
         last_sync: state.last_sync,
         pending_pushes: pending + gone,
