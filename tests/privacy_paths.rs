@@ -16,6 +16,8 @@ mod battery;
 mod battery_audit;
 #[path = "common/battery_code.rs"]
 mod battery_code;
+#[path = "common/battery_round3.rs"]
+mod battery_round3;
 #[path = "common/battery_shapes.rs"]
 mod battery_shapes;
 mod common;
@@ -192,11 +194,14 @@ fn records_file(store: &TestStore, planted: &[Planted], marker: &str) -> PathBuf
 
 /// The battery's stop-46 shapes (`battery_shapes.rs`: `_PASS` names, XML
 /// elements, key/value configs, passwords in prose and other languages,
-/// secrets set in code, password prompts, `config set`) as planted secrets,
+/// secrets set in code, password prompts, `config set`) and issue 52's
+/// (`battery_round3.rs`: ten more languages, full-width and look-alike
+/// letters, setters, mnemonics, cards, tables, YAML blocks) as planted secrets,
 /// so that they go through every write path too, not only through `redact`.
 fn planted_shapes(rng: &mut Rng) -> Vec<Planted> {
     let mut cases = Vec::new();
     battery_shapes::cases(rng, &mut cases);
+    battery_round3::cases(rng, &mut cases);
     cases
         .into_iter()
         .map(|case| {
@@ -372,6 +377,114 @@ fn planted_secrets_never_come_back_from_any_write_path() {
     // What only looks like a key stays searchable.
     let found = store.search_ids(&["--all-projects", "--tier", "all", "posthogAPIKey"]);
     assert!(!found.is_empty(), "posthogAPIKey is no longer found");
+}
+
+/// Issue 52's provenance cases (`battery_round3::calls`: `printenv
+/// DB_PASSWORD`, `kubectl get secret … | base64 -d`, `heroku auth:token`,
+/// `wg show … private-key`, `terraform output -raw`, `vault kv get`, Reads of
+/// `master.key`, a cookie jar and `.vault_pass`, `cat` of a `.key`, a Write of
+/// `.pgpass`): outputs with nothing a rule would know, secrets only by the
+/// call that produced them. Through ingest (and the archive), `add` and MCP
+/// `memory_add` of message records holding the blocks, the hooks and evict,
+/// none comes back from any reader or any file of the store.
+#[test]
+fn secrets_by_provenance_never_come_back_from_any_write_path() {
+    let store = TestStore::new();
+    let mut rng = Rng::from_time();
+    let seed = rng.seed;
+    let calls = battery_round3::calls(&mut rng);
+    let planted: Vec<Planted> = calls
+        .iter()
+        .map(|c| Planted {
+            kind: c.kind,
+            secret: c.secret.clone(),
+            line: c.context.to_string(),
+            place: "provenance",
+            also: &[],
+        })
+        .collect();
+
+    let ingested = store.write(
+        "sess-prov-ingest.jsonl",
+        battery_round3::calls_session("sess-prov-ingest", &calls).as_bytes(),
+    );
+    store.cmd().arg("ingest").arg(&ingested).assert().success();
+    store
+        .cmd()
+        .args(["archive", "--session", "sess-prov-ingest"])
+        .assert()
+        .success();
+
+    let lines: Vec<String> = battery_round3::calls_records("prov-add", "sess-prov-add", &calls)
+        .iter()
+        .map(Value::to_string)
+        .collect();
+    let file = store.write("prov.jsonl", (lines.join("\n") + "\n").as_bytes());
+    store.cmd().arg("add").arg(&file).assert().success();
+
+    let records = battery_round3::calls_records("prov-mcp", "sess-prov-mcp", &calls);
+    let added = mcp::session(&store, &[("memory_add", json!({"records": records}))]);
+    assert_ne!(added[0]["isError"], true, "{added:?}");
+
+    let live = store.write(
+        "sess-prov-hooks.jsonl",
+        battery_round3::calls_session("sess-prov-hooks", &calls).as_bytes(),
+    );
+    hook(
+        &store,
+        "post-tool-use",
+        &hook_input(
+            "sess-prov-hooks",
+            &live,
+            "PostToolUse",
+            json!({"tool_name": calls[0].tool, "tool_input": calls[0].input,
+                   "tool_response": {"stdout": calls[0].output}}),
+        ),
+    );
+    for (event, name, extra) in [
+        ("pre-compact", "PreCompact", json!({"trigger": "auto"})),
+        ("stop", "Stop", json!({"stop_hook_active": false})),
+        ("session-end", "SessionEnd", json!({"reason": "exit"})),
+    ] {
+        hook(
+            &store,
+            event,
+            &hook_input("sess-prov-hooks", &live, name, extra),
+        );
+    }
+
+    let evicted = store.write(
+        "sess-prov-evict.jsonl",
+        battery_round3::calls_session("sess-prov-evict", &calls).as_bytes(),
+    );
+    store
+        .cmd()
+        .args([
+            "evict",
+            "--context-window",
+            "800",
+            "--min-keep",
+            "1",
+            "--transcript",
+        ])
+        .arg(&evicted)
+        .assert()
+        .success();
+
+    let given_back = everything_given_back(&store, &planted);
+    assert_no_secret(&planted, &given_back, seed, "export, get, search or MCP");
+    for kind in ["secret-command-output", "secret-file"] {
+        assert!(
+            given_back.contains(&format!("[REDACTED {kind}]")),
+            "seed {seed}: no placeholder for {kind}"
+        );
+    }
+    for (path, text) in files_text(&store.path()) {
+        assert_no_secret(&planted, &text, seed, &path.display().to_string());
+    }
+    // The calls themselves (commands, paths) stay searchable.
+    let found = store.search_ids(&["--all-projects", "--tier", "all", "printenv"]);
+    assert!(!found.is_empty(), "the command is no longer found");
 }
 
 /// A store written with redaction off, partly archived; its hooks' log
