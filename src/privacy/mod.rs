@@ -374,8 +374,16 @@ impl Redactor {
         let shaped = [
             (mnemonic::find(text), "bip39-mnemonic", 0),
             (card::find(text), "card-number", 0),
-            (structured::yaml_block_scalars(text), "yaml-block-secret", 1),
-            (structured::table_cells(text), "table-secret-column", 1),
+            (
+                structured::find_both(text, structured::yaml_block_scalars),
+                "yaml-block-secret",
+                1,
+            ),
+            (
+                structured::find_both(text, structured::table_cells),
+                "table-secret-column",
+                1,
+            ),
         ];
         let placeholders = scan::placeholder_spans(text);
         for (spans, id, rank) in shaped {

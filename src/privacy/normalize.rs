@@ -150,7 +150,7 @@ fn wrapped_value() -> Option<&'static Regex> {
     static RE: OnceLock<Option<Regex>> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(
-            r#"(?i)(?:passw(?:or)?d|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|auth|pwd|_pass|_key)[\w.-]{0,20}(?:\\{0,2}["'])?[ \t]{0,3}(?:=|:|[ \t]is)[ \t]{0,3}(?:\\{0,2}["'])?[A-Za-z0-9+/_.~=!@#$%^&*-]{8,}((?:\r?\n|(?:\\r)?\\n)[ \t]*)([A-Za-z0-9+/_=-]{3,})(?:[\s"'`,;]|\\[nrt"]|$)"#,
+            r#"(?i)(?:passw(?:or)?d|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|auth|pwd|_pass|_key)[\w.-]{0,20}(?:\\{0,2}["'])?[ \t]{0,3}(?:=|:|[ \t]is)[ \t]{0,3}(?:\\{0,2}["'])?[A-Za-z0-9+/_.~=!@#$%^&*-]{8,}((?:\r?\n|(?:\\r)?\\n)[ \t]*)([A-Za-z0-9+/_-]{3,}={0,2})(?:[\s"'`,;]|\\[nrt"]|$)"#,
         )
         .ok()
     })
@@ -409,6 +409,7 @@ mod tests {
         // The next line's word, or its assignment, is not part of the value.
         assert!(view("API_KEY=Xk29fjq83nfa0Qz\nexport FOO=1").is_none());
         assert!(view("password: Xy7kq2Lm99\n  username: bob").is_none());
+        assert!(view("DB_PASSWORD=hunterabcd\nDB_PORT=5432").is_none());
     }
 
     #[test]

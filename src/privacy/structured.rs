@@ -15,6 +15,59 @@
 
 use std::ops::Range;
 
+/// `text` with JSON's escaped line breaks and quotes undone (a tool's JSON
+/// output held as text: `"password: |\\n    …"`), and for each byte of it
+/// the byte of `text` it came from (one more entry: `text`'s end); `None`
+/// when `text` has no escaped line break.
+pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
+    if !text.contains("\\n") {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(text.len());
+    let mut from = Vec::with_capacity(text.len() + 1);
+    let mut i = 0;
+    while i < bytes.len() {
+        let next = bytes.get(i + 1).copied();
+        match (bytes[i], next) {
+            (b'\\', Some(b'n')) => {
+                out.push(b'\n');
+                from.push(i);
+                i += 2;
+            }
+            (b'\\', Some(b'r')) => i += 2,
+            (b'\\', Some(b't')) => {
+                out.push(b'\t');
+                from.push(i);
+                i += 2;
+            }
+            (b'\\', Some(c @ (b'"' | b'\\'))) => {
+                out.push(c);
+                from.push(i);
+                i += 2;
+            }
+            (b, _) => {
+                out.push(b);
+                from.push(i);
+                i += 1;
+            }
+        }
+    }
+    from.push(text.len());
+    // Only ASCII escapes were replaced by ASCII bytes: still UTF-8.
+    String::from_utf8(out).ok().map(|s| (s, from))
+}
+
+/// The secrets `find` finds in `text`, and in its unescaped form (mapped
+/// back to `text`'s bytes).
+pub(crate) fn find_both(text: &str, find: fn(&str) -> Vec<Range<usize>>) -> Vec<Range<usize>> {
+    let mut spans = find(text);
+    if let Some((plain, from)) = unescaped(text) {
+        spans.extend(find(&plain).into_iter().map(|r| from[r.start]..from[r.end]));
+    }
+    spans
+}
+
 /// Whether a key or a column header names a secret.
 fn names_a_secret(name: &str) -> bool {
     let lower = name.to_lowercase();
@@ -160,12 +213,11 @@ pub(crate) fn yaml_block_scalars(text: &str) -> Vec<Range<usize>> {
 /// The cells of one table row between its bars, each trimmed.
 fn cells(text: &str, line: &Range<usize>) -> Vec<Range<usize>> {
     let row = &text[line.clone()];
+    // What stands before the first bar is no cell (a prompt, or the start
+    // of the JSON string the table is printed in).
     let Some(first_bar) = row.find('|') else {
         return Vec::new();
     };
-    if !row[..first_bar].trim().is_empty() {
-        return Vec::new();
-    }
     let mut out = Vec::new();
     let mut at = line.start + first_bar + 1;
     loop {
@@ -237,10 +289,10 @@ pub(crate) fn table_cells(text: &str) -> Vec<Range<usize>> {
         let below = &text[lines[i + 1].clone()];
         let header_text = &text[header.clone()];
         // Markdown: header, then a separator. ASCII: border, header, border.
-        let (head, body_from) = if header_text.trim_start().starts_with('|') && separator(below) {
+        let (head, body_from) = if header_text.contains('|') && separator(below) {
             (header.clone(), i + 2)
         } else if separator(header_text)
-            && below.trim_start().starts_with('|')
+            && below.contains('|')
             && lines
                 .get(i + 2)
                 .is_some_and(|l| separator(&text[l.clone()]))
@@ -263,7 +315,7 @@ pub(crate) fn table_cells(text: &str) -> Vec<Range<usize>> {
                 j += 1;
                 continue;
             }
-            if !row.trim_start().starts_with('|') {
+            if !row.contains('|') {
                 break;
             }
             let row_cells = cells(text, &lines[j]);
@@ -287,6 +339,13 @@ mod tests {
 
     fn secrets(text: &str, find: fn(&str) -> Vec<Range<usize>>) -> Vec<&str> {
         find(text).into_iter().map(|r| &text[r]).collect()
+    }
+
+    #[test]
+    fn escaped_line_breaks_are_read_as_lines() {
+        let text = r#"{"out":"db:\n  password: |\n    Xy7!kq2L\n  user: app"}"#;
+        let found = find_both(text, yaml_block_scalars);
+        assert_eq!(found.iter().map(|r| &text[r.clone()]).collect::<Vec<_>>(), ["Xy7!kq2L"]);
     }
 
     #[test]

@@ -223,7 +223,7 @@ pub fn cases(rng: &mut Rng, out: &mut Vec<Case>) {
         s.clone(),
         format!("ｐａｓｓｗｏｒｄ：{s}"),
     );
-    let s = full_width(&alnum(rng, 12));
+    let s = full_width(&alnum(rng, 20));
     add(
         "full-width value",
         &[],
