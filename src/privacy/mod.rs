@@ -512,35 +512,52 @@ fn walk(redactor: &Redactor, value: &mut Value, found: &mut Findings) {
 /// was cut in (it may be the first part of a secret); redact records before
 /// their contexts are cut and linked, so that nothing is cut mid-secret.
 pub fn redact_record(redactor: &Redactor, record: &mut Record) -> Findings {
-    redact_record_sealed(redactor, record, &[])
+    redact_record_sealed(redactor, record, Findings::default())
 }
 
 /// Redacts records added together (`add`, MCP `memory_add`, sync): first the
 /// tool results that are secrets by their call, paired across the records
-/// ([`provenance::seal_blocks`]), then each record as [`redact_record`] does.
+/// ([`provenance::seal_blocks`]), with every copy of such an output in the
+/// records' other strings and contexts (a reply carries its prompt), then
+/// each record as [`redact_record`] does.
 pub fn redact_records(redactor: &Redactor, records: &mut [Record]) -> Findings {
-    let calls = if redactor.redact {
-        provenance::secret_calls(records.iter().map(|r| &r.source))
-    } else {
-        Vec::new()
-    };
-    let mut found = Findings::default();
-    for record in records.iter_mut() {
-        found.absorb(&redact_record_sealed(redactor, record, &calls));
+    let mut sealed_by_record = vec![Findings::default(); records.len()];
+    if redactor.redact {
+        let calls = provenance::secret_calls(records.iter().map(|r| &r.source));
+        let mut outputs = Vec::new();
+        for (record, found) in records.iter_mut().zip(&mut sealed_by_record) {
+            let (sealed, originals) = provenance::seal_collect(&mut record.source, &calls);
+            *found = sealed;
+            outputs.extend(originals);
+        }
+        if !outputs.is_empty() {
+            for (record, found) in records.iter_mut().zip(&mut sealed_by_record) {
+                let before = record.source.to_string();
+                provenance::replace_copies(&mut record.source, &outputs);
+                let mut context = record.context.take().map(Value::String);
+                if let Some(c) = context.as_mut() {
+                    provenance::replace_copies(c, &outputs);
+                }
+                record.context = context.and_then(|c| c.as_str().map(str::to_string));
+                if found.is_empty() && record.source.to_string() != before {
+                    // Re-derive its fields below: they hold the output.
+                    found.kinds.insert(provenance::SECRET_OUTPUT.to_string(), 0);
+                }
+            }
+        }
     }
+    let mut found = Findings::default();
+    for (record, sealed) in records.iter_mut().zip(sealed_by_record) {
+        found.absorb(&redact_record_sealed(redactor, record, sealed));
+    }
+    found.kinds.retain(|_, n| *n > 0);
     found
 }
 
-fn redact_record_sealed(
-    redactor: &Redactor,
-    record: &mut Record,
-    calls: &[(String, &'static str)],
-) -> Findings {
-    let mut found = if redactor.redact {
-        provenance::seal_with(&mut record.source, calls)
-    } else {
-        Findings::default()
-    };
+/// [`redact_record`] of a record whose source `sealed` already changed (its
+/// fields are derived again whenever `sealed` names a kind).
+fn redact_record_sealed(redactor: &Redactor, record: &mut Record, sealed: Findings) -> Findings {
+    let mut found = sealed;
     found.absorb(&redact_value(redactor, &mut record.source));
     if let Some(context) = &mut record.context {
         drop_cut_word(context);
@@ -558,7 +575,9 @@ fn redact_record_sealed(
     if let Some(from) = &mut record.context_from {
         redactor.redact_string(from);
     }
-    if !found.is_empty() {
+    let changed = !found.kinds.is_empty() || found.private_spans > 0;
+    found.kinds.retain(|_, n| *n > 0);
+    if changed {
         match crate::record::parse::derive_fields(record.kind, &record.source) {
             Ok(fields) => record.fields = fields,
             // Redaction only swaps text for text, so the fields derive as

@@ -380,6 +380,16 @@ pub fn secret_calls<'v>(values: impl Iterator<Item = &'v Value>) -> Vec<(String,
 /// of a sealed output elsewhere in the value (a message record's `text`
 /// repeats its tool result) is replaced too.
 pub fn seal_with(value: &mut Value, calls: &[(String, &'static str)]) -> Findings {
+    seal_collect(value, calls).0
+}
+
+/// [`seal_with`], also giving the outputs it sealed (their trimmed text and
+/// kind), so that copies of them elsewhere can be replaced
+/// ([`replace_copies`]).
+pub fn seal_collect(
+    value: &mut Value,
+    calls: &[(String, &'static str)],
+) -> (Findings, Vec<(String, &'static str)>) {
     let mut found = Findings::default();
     let mut sealed = Vec::new();
     seal_in(value, calls, &mut found, &mut sealed);
@@ -387,12 +397,12 @@ pub fn seal_with(value: &mut Value, calls: &[(String, &'static str)]) -> Finding
         replace_copies(value, &sealed);
     }
     found.kinds.retain(|_, n| *n > 0);
-    found
+    (found, sealed)
 }
 
 /// Replaces every copy of a sealed output (its trimmed text, 4 bytes or
 /// more) in the strings of `value` with the output's placeholder.
-fn replace_copies(value: &mut Value, sealed: &[(String, &'static str)]) {
+pub fn replace_copies(value: &mut Value, sealed: &[(String, &'static str)]) {
     match value {
         Value::String(s) => {
             for (original, kind) in sealed {

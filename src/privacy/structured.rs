@@ -345,7 +345,10 @@ mod tests {
     fn escaped_line_breaks_are_read_as_lines() {
         let text = r#"{"out":"db:\n  password: |\n    Xy7!kq2L\n  user: app"}"#;
         let found = find_both(text, yaml_block_scalars);
-        assert_eq!(found.iter().map(|r| &text[r.clone()]).collect::<Vec<_>>(), ["Xy7!kq2L"]);
+        assert_eq!(
+            found.iter().map(|r| &text[r.clone()]).collect::<Vec<_>>(),
+            ["Xy7!kq2L"]
+        );
     }
 
     #[test]

@@ -397,7 +397,7 @@ pub fn cases(rng: &mut Rng, out: &mut Vec<Case>) {
         "Zapier catch hook",
         &["zapier-webhook-url"],
         s.clone(),
-        format!("curl -X POST https://hooks.zapier.com/hooks/catch/{s}/ -d @lead.json"),
+        format!("ZAPIER_HOOK=hooks.zapier.com/hooks/catch/{s}/\nnode send-lead.js"),
     );
     let s = letters(rng, 14);
     add(
