@@ -379,3 +379,122 @@ fn code_heavy_text_findings() {
     }
     eprintln!("{files} files, {bytes} bytes: {by_kind:?}");
 }
+
+/// What redaction replaces in the real sessions (`../shared/eval/transcripts`,
+/// 288 sessions), read as `ingest` reads them: every string of every record
+/// `ingest` would store (read with redaction off) is searched with
+/// `Redactor::find`, and each finding of a rule added for issue 52 is printed
+/// with its context for review, as are the tool calls whose output is sealed
+/// as a whole (`privacy::provenance`). A measurement, not a check:
+/// `cargo nextest run --test privacy_battery --run-ignored all real_sessions
+/// --no-capture`.
+#[test]
+#[ignore = "reads ../shared/eval/transcripts, which only the evaluation machines have"]
+fn real_sessions_findings() {
+    use knowledge_db::privacy::{provenance, PrivacySettings};
+    use knowledge_db::transcript::ingest::{transcript_records, Via};
+    use knowledge_db::transcript::{find_files, read_file, Block, ReadFrom};
+    let Some(dir) = [
+        "../shared/eval/transcripts",
+        "../../shared/eval/transcripts",
+    ]
+    .iter()
+    .map(std::path::PathBuf::from)
+    .find(|d| d.is_dir()) else {
+        return;
+    };
+    let keep = Redactor::new(&PrivacySettings {
+        redact: false,
+        ..PrivacySettings::default()
+    })
+    .expect("settings");
+    let redactor = Redactor::builtin();
+    let new = [
+        "secret-word-intl",
+        "secret-setter",
+        "password-letters",
+        "twilio-auth-token",
+        "alibaba-secret-beside-id",
+        "aws-secret-in-prose",
+        "gcp-service-account-key-id",
+        "zapier-webhook-url",
+        "terraform-sensitive-output",
+        "secret-file-write",
+        "bip39-mnemonic",
+        "card-number",
+        "yaml-block-secret",
+        "table-secret-column",
+        "discord-webhook-url",
+        "password-assignment",
+        "vendor-token",
+    ];
+    let mut by_kind: BTreeMap<String, usize> = BTreeMap::new();
+    let mut shown: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut files, mut records_seen, mut sealed) = (0, 0, 0);
+    for path in find_files(&[dir]).expect("files") {
+        let Ok(t) = read_file(&path, None, ReadFrom::default()) else {
+            continue;
+        };
+        files += 1;
+        for message in &t.messages {
+            for block in &message.content {
+                if let Block::ToolUse { name, input, .. } = block {
+                    if let Some(kind) = provenance::secret_output(name, input) {
+                        sealed += 1;
+                        eprintln!("SEALED {kind} {}: {name} {}", path.display(), input);
+                    }
+                }
+            }
+        }
+        let records = transcript_records(
+            &t,
+            "default",
+            "2026-01-01T00:00:00Z",
+            Via::Ingest,
+            None,
+            &keep,
+        )
+        .expect("records");
+        records_seen += records.len();
+        for record in records {
+            let mut strings = Vec::new();
+            collect_strings(&record.source, &mut strings);
+            for text in strings {
+                for span in redactor.find(&text) {
+                    *by_kind.entry(span.kind.clone()).or_default() += 1;
+                    if new.contains(&span.kind.as_str()) {
+                        let value = &text[span.range.clone()];
+                        let n = shown.entry(format!("{} {value}", span.kind)).or_default();
+                        *n += 1;
+                        if *n == 1 {
+                            let from =
+                                text.floor_char_boundary(span.range.start.saturating_sub(50));
+                            let to = text.ceil_char_boundary((span.range.end + 30).min(text.len()));
+                            eprintln!(
+                                "FOUND {} {}: {:?}",
+                                span.kind,
+                                path.display(),
+                                &text[from..to]
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("{files} files, {records_seen} records, {sealed} sealed calls: {by_kind:?}");
+}
+
+fn collect_strings(value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                out.push(k.clone());
+                collect_strings(v, out);
+            }
+        }
+        _ => {}
+    }
+}

@@ -102,14 +102,101 @@ fn printing_commands() -> Option<&'static Regex> {
     .as_ref()
 }
 
-/// Commands that print a file they are given.
-fn file_printers() -> Option<&'static Regex> {
-    static RE: OnceLock<Option<Regex>> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"(?:^|[;&|(\n]|\bsudo\b)[ \t]*(?:cat|tac|head|tail|less|more|bat|batcat|nl|strings|xxd|od|base64|type|gc|Get-Content|sed|awk|grep|rg|jq|yq|column|openssl[ \t]+(?:rsa|pkey|pkcs12|x509)|gpg[ \t]+(?:-d|--decrypt))\b")
-            .ok()
-    })
-    .as_ref()
+/// Commands that print a file they are given (the first word of a simple
+/// command).
+const FILE_PRINTERS: &[&str] = &[
+    "cat",
+    "tac",
+    "head",
+    "tail",
+    "less",
+    "more",
+    "bat",
+    "batcat",
+    "nl",
+    "strings",
+    "xxd",
+    "od",
+    "base64",
+    "type",
+    "gc",
+    "get-content",
+    "sed",
+    "awk",
+    "grep",
+    "rg",
+    "jq",
+    "yq",
+    "column",
+    "cut",
+    "sort",
+    "openssl",
+    "gpg",
+    "sops",
+];
+
+/// `command` without the bodies of its here-documents (`cat <<'EOF'` …
+/// `EOF`): a commit message or a file written inline is text, not a
+/// command, and names no file a command prints.
+fn without_heredocs(command: &str) -> String {
+    let mut out = String::with_capacity(command.len());
+    let mut rest = command;
+    while let Some(at) = rest.find("<<") {
+        let after = &rest[at + 2..];
+        let tag: String = after
+            .trim_start_matches(['-', '~'])
+            .trim_start()
+            .trim_start_matches(['\'', '"'])
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        out.push_str(&rest[..at + 2]);
+        let Some(line_end) = after.find('\n') else {
+            out.push_str(after);
+            return out;
+        };
+        out.push_str(&after[..line_end]);
+        if tag.is_empty() {
+            rest = &after[line_end..];
+            continue;
+        }
+        // The body ends at a line that is the tag alone.
+        let body = &after[line_end..];
+        let end = body
+            .match_indices('\n')
+            .map(|(i, _)| i + 1)
+            .find(|&i| body[i..].lines().next().is_some_and(|l| l.trim() == tag));
+        match end {
+            Some(i) => rest = &body[i + tag.len()..],
+            None => return out,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The files the commands of `plain` (a command line without its
+/// here-documents) print: the arguments (not flags) of each simple command
+/// whose first word is a file printer.
+fn printed_files(plain: &str) -> Vec<String> {
+    let mut files = Vec::new();
+    for segment in plain.split(['\n', ';', '|', '&']) {
+        let mut words = segment
+            .split_whitespace()
+            .map(|w| w.trim_matches(['"', '\'', '`', '(', ')', '$']))
+            .filter(|w| !w.is_empty())
+            .skip_while(|w| *w == "sudo" || w.contains('='));
+        let Some(first) = words.next() else { continue };
+        let first = first.rsplit('/').next().unwrap_or(first).to_lowercase();
+        if FILE_PRINTERS.contains(&first.as_str()) {
+            files.extend(
+                words
+                    .filter(|w| !w.starts_with(['-', '<', '>']))
+                    .map(str::to_string),
+            );
+        }
+    }
+    files
 }
 
 /// Whether `path` is a file that holds secrets (see the module doc).
@@ -150,8 +237,6 @@ pub fn is_secret_file(path: &str) -> bool {
             | "pgpass.conf"
             | ".git-credentials"
             | ".htpasswd"
-            | "shadow"
-            | "gshadow"
             | "id_rsa"
             | "id_dsa"
             | "id_ecdsa"
@@ -175,7 +260,9 @@ pub fn is_secret_file(path: &str) -> bool {
             && name.ends_with(".json"))
         || name.ends_with("-key.json")
         || name.ends_with("_key.json");
-    let by_place = (lower.contains("/wireguard/") && name.ends_with(".conf"))
+    let by_place = lower.ends_with("/etc/shadow")
+        || lower.ends_with("/etc/gshadow")
+        || (lower.contains("/wireguard/") && name.ends_with(".conf"))
         || lower.ends_with(".docker/config.json");
     by_extension || by_name || by_place
 }
@@ -183,16 +270,11 @@ pub fn is_secret_file(path: &str) -> bool {
 /// Whether `command` (a shell command line) prints a secret: a printing
 /// command of the module doc, or a file printer given a secret's file.
 pub fn prints_secrets(command: &str) -> bool {
-    if printing_commands().is_some_and(|re| re.is_match(command)) {
+    let plain = without_heredocs(command);
+    if printing_commands().is_some_and(|re| re.is_match(&plain)) {
         return true;
     }
-    file_printers().is_some_and(|re| re.is_match(command))
-        && command
-            .split(|c: char| {
-                c.is_whitespace() || matches!(c, ';' | '|' | '&' | '<' | '>' | '(' | ')')
-            })
-            .filter(|word| !word.starts_with('-'))
-            .any(is_secret_file)
+    printed_files(&plain).iter().any(|f| is_secret_file(f))
 }
 
 /// A tool call's command line, in the spellings agents use (`command`,
@@ -551,6 +633,12 @@ mod tests {
             "ls ~/.ssh",
             "vault status",
             "grep -r token src/",
+            // Seen in the real sessions (issue 52's scan): words of a
+            // pattern or of a here-document are no files.
+            "go test ./... 2>&1 | grep -E \"Phase|StepCount|shadow|FAIL\"",
+            "git branch -a | grep \"entire/\" || echo \"Shadow branch not found\"",
+            "git commit -m \"$(cat <<'EOF'\nFix the shadow branch and the credentials check\nEOF\n)\"",
+            "cat >> notes.md << 'EOF'\nrotate master.key and cookies.txt\nEOF",
         ] {
             assert!(!prints_secrets(command), "{command}");
         }
