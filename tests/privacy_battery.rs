@@ -231,7 +231,7 @@ fn lookalikes(rng: &mut Rng) -> Vec<(&'static str, String)> {
         ("prose about passwords in other languages", "密码长度至少为八位\nパスワードを忘れた場合は管理者に連絡してください\nLa contraseña debe tener al menos 12 caracteres\nDas Passwort wurde geändert\nПароль должен содержать цифры\n비밀번호를 변경하세요\nŞifre en az 8 karakter olmalı".to_string()),
         ("tables about tokens", "| model | input tokens | output tokens |\n|---|---|---|\n| sonnet | 12040 | 3310 |\n\n| field | description |\n|---|---|\n| password | the user's password, hashed with argon2 |".to_string()),
         ("YAML blocks not about secrets", "description: |\n  The token endpoint returns a JWT.\nscript: >-\n  cargo test --all\npassword: !vault |\n  $ANSIBLE_VAULT;1.1;AES256".to_string()),
-        ("shell variables echoed", "echo $PWD\necho $HOME\nprintenv PATH".to_string()),
+        ("shell variables echoed", "echo $PWD\necho $HOME\nprintenv PATH\necho \"secret\" > secret.globally-ignored && git add -f secret.globally-ignored".to_string()),
         ("Claude thinking signature", format!("{{\"type\":\"thinking\",\"thinking\":\"check the config\",\"signature\":\"EqQBCkYIBRgCKkB{}\"}}", b64(rng, 200))),
     ]
 }
