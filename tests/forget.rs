@@ -212,6 +212,21 @@ fn a_session_is_forgotten_with_its_hook_files_and_undo_lets_it_back() {
         .assert()
         .success();
     assert_eq!(store.json(&["stats"])["records"], 0);
+    // Ingesting the transcript again adds nothing and keeps none of its
+    // words in the read position (issue 52: `ingest/<hash>.json` kept the
+    // forgotten session's last prompt).
+    store
+        .cmd()
+        .args(["ingest", "--embed", "later"])
+        .arg(&path)
+        .assert()
+        .success();
+    assert_eq!(store.json(&["stats"])["records"], 0);
+    let bytes = all_bytes(&store.path());
+    assert!(
+        !contains(&bytes, "flaky login test") && !contains(&bytes, MARKER),
+        "a file of the store holds the forgotten session's words"
+    );
 
     let listed = store.json(&["forget", "--list"]);
     assert_eq!(listed["sessions"][0][0], SESSION, "{listed}");

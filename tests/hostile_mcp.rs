@@ -204,26 +204,36 @@ fn a_server_scoped_to_a_namespace_neither_reads_nor_writes_outside_it() {
         "bob's 2 live records, stored without vectors: {stats}"
     );
 
-    // Writes: no record of another namespace, no id another namespace holds.
-    let refused = server.tool(
+    // Writes: no record of another namespace; an id another namespace holds
+    // (live or archived) is stored under bob's own (`bob/<id>`), answered
+    // exactly as a free id is, and alice's record is left alone.
+    let free = server.tool(
         "memory_add",
-        json!({"records": [{"id": "victim-note", "text": "taken over"}]}),
+        json!({"records": [{"id": "never-used", "text": "taken over"}]}),
     );
-    assert!(is_error(&refused), "{refused}");
-    assert!(
-        text_of(&refused).contains("belongs to a record of another namespace"),
-        "{refused}"
-    );
-    let refused = server.tool(
+    assert!(!is_error(&free), "{free}");
+    for id in ["victim-note", "alice-old"] {
+        let added = server.tool(
+            "memory_add",
+            json!({"records": [{"id": id, "text": "taken over"}]}),
+        );
+        assert_eq!(added, free, "{id}: the answer tells the id is taken");
+        let got = server.tool("memory_get", json!({"id": id}));
+        assert_eq!(
+            got["structuredContent"]["record"]["id"],
+            format!("bob/{id}"),
+            "{got}"
+        );
+        assert_eq!(
+            got["structuredContent"]["record"]["namespace"], "bob",
+            "{got}"
+        );
+    }
+    let added = server.tool(
         "memory_add",
         json!({"records": [{"id": "victim-note", "namespace": "bob", "text": "taken over"}]}),
     );
-    assert!(is_error(&refused), "{refused}");
-    let refused = server.tool(
-        "memory_add",
-        json!({"records": [{"id": "alice-old", "text": "taken over"}]}),
-    );
-    assert!(is_error(&refused), "archived id: {refused}");
+    assert!(!is_error(&added), "{added}");
     let refused = server.tool(
         "memory_add",
         json!({"records": [{"id": "planted", "namespace": "alice", "text": "planted"}]}),
@@ -244,7 +254,7 @@ fn a_server_scoped_to_a_namespace_neither_reads_nor_writes_outside_it() {
         (&after["source"], &after["namespace"]),
         (&before["source"], &before["namespace"])
     );
-    assert_eq!(store.json(&["get", "bob-2"])["namespace"], "bob");
+    assert_eq!(store.json(&["get", "bob/bob-2"])["namespace"], "bob");
     let planted = store.cmd().args(["get", "planted"]).output().expect("get");
     assert!(!planted.status.success(), "a record was planted in alice");
     // Unscoped, the server is the whole store.

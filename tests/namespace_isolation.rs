@@ -137,6 +137,15 @@ fn answers(server: &mut Mcp, dir: &Path) -> Vec<Value> {
         json!({"prompt": "we rolled back the migration after the index build timed out"}),
     ));
     calls.push(("memory_get", json!({"id": "alice-0"})));
+    // Counts and writes (issue 52): no size on disk that grows with alice's
+    // records, and an id alice uses is taken as a free one is.
+    calls.push(("memory_stats", json!({})));
+    calls.push((
+        "memory_add",
+        json!({"records": [{"id": "alice-0", "text": "bob's parser note"}]}),
+    ));
+    calls.push(("memory_get", json!({"id": "alice-0"})));
+    calls.push(("memory_stats", json!({})));
     calls
         .into_iter()
         .map(|(name, arguments)| {

@@ -11,6 +11,8 @@ mod battery;
 mod battery_audit;
 #[path = "common/battery_code.rs"]
 mod battery_code;
+#[path = "common/battery_round3.rs"]
+mod battery_round3;
 #[path = "common/battery_shapes.rs"]
 mod battery_shapes;
 #[path = "common/secrets.rs"]
@@ -19,7 +21,7 @@ mod secrets;
 use std::collections::BTreeMap;
 
 use knowledge_db::privacy::Redactor;
-use secrets::{Rng, ALNUM, BASE64, HEX};
+use secrets::{Rng, ALNUM, BASE64, DIGITS, HEX};
 
 /// Rounds of fresh values per context.
 const ROUNDS: usize = 30;
@@ -164,6 +166,7 @@ fn lookalikes(rng: &mut Rng) -> Vec<(&'static str, String)> {
     let sha1 = |rng: &mut Rng| rng.string(HEX, 40);
     let sha256 = |rng: &mut Rng| rng.string(HEX, 64);
     let b64 = |rng: &mut Rng, n: usize| rng.string(BASE64, n);
+    let bech32 = |rng: &mut Rng| rng.string("qpzry9x8gf2tvdw0s3jn54khce6mua7l", 58);
     let uuid = |rng: &mut Rng| {
         format!(
             "{}-{}-4{}-9{}-{}",
@@ -218,6 +221,17 @@ fn lookalikes(rng: &mut Rng) -> Vec<(&'static str, String)> {
         ("prose about passwords and tokens", "set the secret to expire in 30 days\nuse Docker as the runtime and keep the token short\nhash the password with sha256 first\nwe use redis7 as the token store".to_string()),
         ("secrets in code by reference", "os.environ[\"API_KEY\"] = os.getenv(\"KEY\")\nkey = os.getenv(\"API_KEY\", \"default\")\nconfig[\"password\"] = None\nt(\"password\", \"Password\")\nlocalStorage.setItem(\"token\", token)\nclient.password(password).build()\nsettings.set(\"secret_name\", \"prod/db\")".to_string()),
         ("prompts and config set without a secret", "[sudo] password for dev: Reading package lists... Done\nnpm config set registry https://registry.npmjs.org/\ngit config --global user.name ann".to_string()),
+        // Issue 52's look-alikes: public age recipients, SRI hashes, long
+        // numbers that are not cards, list words without a checksum, prose
+        // about passwords in other languages, tables about tokens.
+        ("age public recipients", format!("creation_rules:\n  - path_regex: secrets/.*\n    age: age1{}\n# public key: age1{}\nage -r age1{} -o out.age in.txt", bech32(rng), bech32(rng), bech32(rng))),
+        ("SRI hashes", format!("<script src=\"https://cdn.example.com/lib.js\" integrity=\"sha384-{}\" crossorigin=\"anonymous\"></script>\n<link rel=\"stylesheet\" integrity=\"sha512-{}==\">", b64(rng, 64), b64(rng, 86))),
+        ("long numbers that are not cards", format!("request_id=4{} took {}ms\ntimestamp 17{} ns\norder #{}", rng.string(DIGITS, 15), rng.between(1, 999), rng.string(DIGITS, 17), rng.string(DIGITS, 16))),
+        ("BIP39 words in prose", "please review the abstract above and adjust the access budget before the final cycle begins".to_string()),
+        ("prose about passwords in other languages", "密码长度至少为八位\nパスワードを忘れた場合は管理者に連絡してください\nLa contraseña debe tener al menos 12 caracteres\nDas Passwort wurde geändert\nПароль должен содержать цифры\n비밀번호를 변경하세요\nŞifre en az 8 karakter olmalı".to_string()),
+        ("tables about tokens", "| model | input tokens | output tokens |\n|---|---|---|\n| sonnet | 12040 | 3310 |\n\n| field | description |\n|---|---|\n| password | the user's password, hashed with argon2 |".to_string()),
+        ("YAML blocks not about secrets", "description: |\n  The token endpoint returns a JWT.\nscript: >-\n  cargo test --all\npassword: !vault |\n  $ANSIBLE_VAULT;1.1;AES256".to_string()),
+        ("shell variables echoed", "echo $PWD\necho $HOME\nprintenv PATH\necho \"secret\" > secret.globally-ignored && git add -f secret.globally-ignored".to_string()),
         ("Claude thinking signature", format!("{{\"type\":\"thinking\",\"thinking\":\"check the config\",\"signature\":\"EqQBCkYIBRgCKkB{}\"}}", b64(rng, 200))),
     ]
 }
@@ -296,7 +310,7 @@ fn eval_corpora_have_nothing_to_redact() {
 /// `KDB_SCAN_DIRS` (`:`-separated; lockfiles, crates' sources and test
 /// fixtures) whose name ends in one of a few code extensions, redacted line
 /// by line; prints the findings by kind and each finding of the rules added
-/// for issue 38 for review. A measurement, not a check: `KDB_SCAN_DIRS=… cargo
+/// for issues 38 and 52 for review. A measurement, not a check: `KDB_SCAN_DIRS=… cargo
 /// nextest run --test privacy_battery --run-ignored all code_heavy`.
 #[test]
 #[ignore = "a measurement over folders named by KDB_SCAN_DIRS"]
@@ -339,6 +353,22 @@ fn code_heavy_text_findings() {
                 "password-in-prose",
                 "vendor-token",
                 "kubernetes-secret-data",
+                // Issue 52's.
+                "secret-word-intl",
+                "secret-setter",
+                "password-letters",
+                "twilio-auth-token",
+                "alibaba-secret-beside-id",
+                "aws-secret-in-prose",
+                "gcp-service-account-key-id",
+                "zapier-webhook-url",
+                "terraform-sensitive-output",
+                "secret-file-write",
+                "bip39-mnemonic",
+                "card-number",
+                "yaml-block-secret",
+                "table-secret-column",
+                "discord-webhook-url",
             ];
             if new.contains(&span.kind.as_str()) {
                 let from = text.floor_char_boundary(span.range.start.saturating_sub(40));
@@ -348,4 +378,123 @@ fn code_heavy_text_findings() {
         }
     }
     eprintln!("{files} files, {bytes} bytes: {by_kind:?}");
+}
+
+/// What redaction replaces in the real sessions (`../shared/eval/transcripts`,
+/// 288 sessions), read as `ingest` reads them: every string of every record
+/// `ingest` would store (read with redaction off) is searched with
+/// `Redactor::find`, and each finding of a rule added for issue 52 is printed
+/// with its context for review, as are the tool calls whose output is sealed
+/// as a whole (`privacy::provenance`). A measurement, not a check:
+/// `cargo nextest run --test privacy_battery --run-ignored all real_sessions
+/// --no-capture`.
+#[test]
+#[ignore = "reads ../shared/eval/transcripts, which only the evaluation machines have"]
+fn real_sessions_findings() {
+    use knowledge_db::privacy::{provenance, PrivacySettings};
+    use knowledge_db::transcript::ingest::{transcript_records, Via};
+    use knowledge_db::transcript::{find_files, read_file, Block, ReadFrom};
+    let Some(dir) = [
+        "../shared/eval/transcripts",
+        "../../shared/eval/transcripts",
+    ]
+    .iter()
+    .map(std::path::PathBuf::from)
+    .find(|d| d.is_dir()) else {
+        return;
+    };
+    let keep = Redactor::new(&PrivacySettings {
+        redact: false,
+        ..PrivacySettings::default()
+    })
+    .expect("settings");
+    let redactor = Redactor::builtin();
+    let new = [
+        "secret-word-intl",
+        "secret-setter",
+        "password-letters",
+        "twilio-auth-token",
+        "alibaba-secret-beside-id",
+        "aws-secret-in-prose",
+        "gcp-service-account-key-id",
+        "zapier-webhook-url",
+        "terraform-sensitive-output",
+        "secret-file-write",
+        "bip39-mnemonic",
+        "card-number",
+        "yaml-block-secret",
+        "table-secret-column",
+        "discord-webhook-url",
+        "password-assignment",
+        "vendor-token",
+    ];
+    let mut by_kind: BTreeMap<String, usize> = BTreeMap::new();
+    let mut shown: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut files, mut records_seen, mut sealed) = (0, 0, 0);
+    for path in find_files(&[dir]).expect("files") {
+        let Ok(t) = read_file(&path, None, ReadFrom::default()) else {
+            continue;
+        };
+        files += 1;
+        for message in &t.messages {
+            for block in &message.content {
+                if let Block::ToolUse { name, input, .. } = block {
+                    if let Some(kind) = provenance::secret_output(name, input) {
+                        sealed += 1;
+                        eprintln!("SEALED {kind} {}: {name} {}", path.display(), input);
+                    }
+                }
+            }
+        }
+        let records = transcript_records(
+            &t,
+            "default",
+            "2026-01-01T00:00:00Z",
+            Via::Ingest,
+            None,
+            &keep,
+        )
+        .expect("records");
+        records_seen += records.len();
+        for record in records {
+            let mut strings = Vec::new();
+            collect_strings(&record.source, &mut strings);
+            for text in strings {
+                for span in redactor.find(&text) {
+                    *by_kind.entry(span.kind.clone()).or_default() += 1;
+                    if new.contains(&span.kind.as_str()) {
+                        let value = &text[span.range.clone()];
+                        let n = shown.entry(format!("{} {value}", span.kind)).or_default();
+                        *n += 1;
+                        if *n == 1 {
+                            let from =
+                                text.floor_char_boundary(span.range.start.saturating_sub(50));
+                            let to = text.ceil_char_boundary((span.range.end + 30).min(text.len()));
+                            eprintln!(
+                                "FOUND {} {}: {:?}",
+                                span.kind,
+                                path.display(),
+                                &text[from..to]
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("{files} files, {records_seen} records, {sealed} sealed calls: {by_kind:?}");
+}
+
+fn collect_strings(value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                out.push(k.clone());
+                collect_strings(v, out);
+            }
+        }
+        _ => {}
+    }
 }

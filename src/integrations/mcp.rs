@@ -384,7 +384,7 @@ impl MemoryServer {
     }
 
     #[tool(
-        description = "Count what long-term memory holds: records by kind, tier, namespace and project, vectors, time range, size on disk."
+        description = "Count what long-term memory holds: records by kind, tier, namespace and project, vectors, time range, size on disk (a server scoped to a namespace counts that namespace's records and gives no sizes on disk)."
     )]
     async fn memory_stats(
         &self,
@@ -392,8 +392,7 @@ impl MemoryServer {
     ) -> Result<CallToolResult, ErrorData> {
         let service = Arc::clone(&self.service);
         blocking(self.root(), move || {
-            let stats = service.stats()?;
-            let mut value = serde_json::to_value(&stats).unwrap_or(Value::Null);
+            let (stats, mut value) = service.stats_json()?;
             value["vector"] = json!(service.vector_status()?);
             let text = format!(
                 "{} records; by kind {}; namespaces {}; vectors {} of {}; vector search: {}",

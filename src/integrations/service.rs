@@ -312,6 +312,7 @@ impl MemoryService {
         from: Option<u64>,
         lines: Option<usize>,
     ) -> Result<Option<Drilldown>> {
+        let id = &self.resolve_id(id)?;
         let searcher = self.store.reader()?.searcher();
         let visible = match crate::store::get_record(&searcher, self.store.fields(), id)? {
             Some(record) => Some(self.may_read_namespace(&record.namespace)),
@@ -428,6 +429,17 @@ impl MemoryService {
         if !problems.is_empty() {
             return Err(Error::Input(InputErrors(problems)));
         }
+        if let Some(scope) = self.scope.as_deref() {
+            for record in &mut records {
+                let own = self.own_id(scope, &record.id)?;
+                if own != record.id {
+                    if let Some(Value::String(id)) = record.source.get_mut("id") {
+                        id.clone_from(&own);
+                    }
+                    record.id = own;
+                }
+            }
+        }
         self.refuse_archived_elsewhere(&records)?;
         let mut embedder = self.embedder.clone();
         let batch = crate::load::ReadBatch {
@@ -484,6 +496,50 @@ impl MemoryService {
         })
     }
 
+    /// The id a service scoped to `scope` stores a record given as `id`
+    /// under: `id` itself when it already names one of the namespace's
+    /// records (live or archived) or starts with `<scope>/`, else
+    /// `<scope>/<id>`. Ids are unique across the store, so without this a
+    /// write under an id another namespace holds was refused, which told
+    /// the caller that the id exists there (issue 52); now the answer is the
+    /// same whether the id is free or held elsewhere, and depends only on
+    /// the namespace's own records.
+    fn own_id(&self, scope: &str, id: &str) -> Result<String> {
+        if id.starts_with(&format!("{scope}/")) || self.namespace_holds(scope, id)? {
+            return Ok(id.to_string());
+        }
+        Ok(format!("{scope}/{id}"))
+    }
+
+    /// Whether a live or archived record `id` of namespace `scope` exists.
+    fn namespace_holds(&self, scope: &str, id: &str) -> Result<bool> {
+        let searcher = self.store.reader()?.searcher();
+        if let Some(record) = crate::store::get_record(&searcher, self.store.fields(), id)? {
+            return Ok(record.namespace == scope);
+        }
+        let archive = crate::archive::Archive::new(self.store.root());
+        if !archive.exists() {
+            return Ok(false);
+        }
+        Ok(archive
+            .get(id)?
+            .is_some_and(|entry| entry.record.namespace == scope))
+    }
+
+    /// The stored id a read of `id` means: for a scoped service, `id` when it
+    /// is one of the namespace's records, else `<scope>/<id>` (what
+    /// [`MemoryService::add`] stored it as).
+    fn resolve_id(&self, id: &str) -> Result<String> {
+        match self.scope.as_deref() {
+            Some(scope)
+                if !id.starts_with(&format!("{scope}/")) && !self.namespace_holds(scope, id)? =>
+            {
+                Ok(format!("{scope}/{id}"))
+            }
+            _ => Ok(id.to_string()),
+        }
+    }
+
     /// A scoped service's write must not supersede an archived record of
     /// another namespace (live ones are checked by the store under its lock).
     fn refuse_archived_elsewhere(&self, records: &[Record]) -> Result<()> {
@@ -511,6 +567,31 @@ impl MemoryService {
             Some(scope) => crate::tiers::namespace_stats(&self.store, scope),
             None => crate::tiers::stats(&self.store),
         }
+    }
+
+    /// [`Service::stats`] as JSON for an agent. A scoped service leaves out
+    /// what it cannot count for its namespace alone: the sizes on disk, the
+    /// text index's segments and the vector graphs, which grow with every
+    /// namespace's records (issue 52: bob's `memory_stats` moved with
+    /// alice's writes).
+    pub fn stats_json(&self) -> Result<(Stats, Value)> {
+        let stats = self.stats()?;
+        let mut value = serde_json::to_value(&stats).unwrap_or(Value::Null);
+        if self.scope.is_some() {
+            if let Some(map) = value.as_object_mut() {
+                for key in WHOLE_STORE_STATS {
+                    map.remove(*key);
+                }
+                if let Some(tiers) = map.get_mut("tiers").and_then(Value::as_array_mut) {
+                    for tier in tiers.iter_mut().filter_map(Value::as_object_mut) {
+                        for key in WHOLE_STORE_TIER_STATS {
+                            tier.remove(*key);
+                        }
+                    }
+                }
+            }
+        }
+        Ok((stats, value))
     }
 
     /// `used`, or why vectors are not used.
@@ -544,6 +625,23 @@ fn build_engine(
 fn poisoned() -> Error {
     Error::Usage("the memory service's engine lock was poisoned by a failed call".into())
 }
+
+/// Fields of [`Stats`] that count the whole store's files, whatever the
+/// namespace: left out of a scoped service's answer.
+const WHOLE_STORE_STATS: &[&str] = &[
+    "text_index_bytes",
+    "segments",
+    "vector_files_bytes",
+    "vector_graphs",
+];
+
+/// The same in each tier of [`Stats::tiers`].
+const WHOLE_STORE_TIER_STATS: &[&str] = &[
+    "bytes_on_disk",
+    "archive_files_bytes",
+    "index_bytes",
+    "compression_ratio",
+];
 
 /// A record as front ends show it: store fields plus the caller's JSON.
 pub fn record_json(record: &Record) -> Value {

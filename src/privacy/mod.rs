@@ -28,11 +28,15 @@
 //! ([`PrivacySettings`]): extra patterns of the user's, and values or
 //! patterns never to redact.
 
+mod card;
 mod decoded;
+mod mnemonic;
 mod normalize;
 mod private;
+pub mod provenance;
 mod rules;
 mod scan;
+mod structured;
 mod syntax;
 #[cfg(test)]
 mod tests;
@@ -365,6 +369,33 @@ impl Redactor {
                 }
             }
         }
+        // Values known by their shape or by the structure around them,
+        // checked by code rather than a regex (see each module).
+        let shaped = [
+            (mnemonic::find(text), "bip39-mnemonic", 0),
+            (card::find(text), "card-number", 0),
+            (
+                structured::find_both(text, structured::yaml_block_scalars),
+                "yaml-block-secret",
+                1,
+            ),
+            (
+                structured::find_both(text, structured::table_cells),
+                "table-secret-column",
+                1,
+            ),
+        ];
+        let placeholders = scan::placeholder_spans(text);
+        for (spans, id, rank) in shaped {
+            for span in spans {
+                if !placeholders
+                    .iter()
+                    .any(|p| p.start < span.end && span.start < p.end)
+                {
+                    hits.push(Hit { span, id, rank });
+                }
+            }
+        }
         for value in decoded::data_values(text) {
             if value.secret_key
                 || !self
@@ -427,25 +458,50 @@ impl Redactor {
     }
 }
 
-/// Redacts every string of a JSON value in place, recursively (object keys
-/// are left alone); what was replaced. For hook state, queue entries, logs.
+/// Redacts every string of a JSON value in place, recursively, object keys
+/// included (a secret used as a key: `{"ghp_…": "ci"}`); what was replaced.
+/// For hook state, queue entries, logs.
 pub fn redact_value(redactor: &Redactor, value: &mut Value) -> Findings {
     let mut found = Findings::default();
     walk(redactor, value, &mut found);
     found
 }
 
+/// Keys shorter than this are names, never a secret: they are not scanned
+/// (a record's JSON has many short keys; the shortest vendor token is longer).
+const SHORTEST_SECRET_KEY: usize = 12;
+
+/// Whether an object key is worth scanning: long enough for a secret, and
+/// not a name of letters and underscores (`tool_use_result`, `isSidechain`).
+fn may_be_secret_key(key: &str) -> bool {
+    key.len() >= SHORTEST_SECRET_KEY && !key.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_')
+}
+
 fn walk(redactor: &Redactor, value: &mut Value, found: &mut Findings) {
     match value {
         Value::String(text) => found.absorb(&redactor.redact_string(text)),
         Value::Array(items) => items.iter_mut().for_each(|v| walk(redactor, v, found)),
-        Value::Object(map) => map.values_mut().for_each(|v| walk(redactor, v, found)),
+        Value::Object(map) => {
+            map.values_mut().for_each(|v| walk(redactor, v, found));
+            let secret_keys = map
+                .keys()
+                .any(|k| may_be_secret_key(k) && redactor.redact(k).found.total() > 0);
+            if secret_keys {
+                let old = std::mem::take(map);
+                for (mut key, v) in old {
+                    if may_be_secret_key(&key) {
+                        found.absorb(&redactor.redact_string(&mut key));
+                    }
+                    map.insert(key, v);
+                }
+            }
+        }
         Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }
 
 /// Redacts a record before it is stored: every string of its JSON
-/// (`record.source`, recursively, object keys left alone) and its `context`,
+/// (`record.source`, recursively, object keys too) and its `context`,
 /// then re-derives its searchable fields from the redacted JSON, so the text
 /// index, the stored JSON, the embedding text and everything after see only
 /// the redacted text. Returns what it replaced.
@@ -456,7 +512,53 @@ fn walk(redactor: &Redactor, value: &mut Value, found: &mut Findings) {
 /// was cut in (it may be the first part of a secret); redact records before
 /// their contexts are cut and linked, so that nothing is cut mid-secret.
 pub fn redact_record(redactor: &Redactor, record: &mut Record) -> Findings {
-    let mut found = redact_value(redactor, &mut record.source);
+    redact_record_sealed(redactor, record, Findings::default())
+}
+
+/// Redacts records added together (`add`, MCP `memory_add`, sync): first the
+/// tool results that are secrets by their call, paired across the records
+/// ([`provenance::seal_blocks`]), with every copy of such an output in the
+/// records' other strings and contexts (a reply carries its prompt), then
+/// each record as [`redact_record`] does.
+pub fn redact_records(redactor: &Redactor, records: &mut [Record]) -> Findings {
+    let mut sealed_by_record = vec![Findings::default(); records.len()];
+    if redactor.redact {
+        let calls = provenance::secret_calls(records.iter().map(|r| &r.source));
+        let mut outputs = Vec::new();
+        for (record, found) in records.iter_mut().zip(&mut sealed_by_record) {
+            let (sealed, originals) = provenance::seal_collect(&mut record.source, &calls);
+            *found = sealed;
+            outputs.extend(originals);
+        }
+        if !outputs.is_empty() {
+            for (record, found) in records.iter_mut().zip(&mut sealed_by_record) {
+                let before = record.source.to_string();
+                provenance::replace_copies(&mut record.source, &outputs);
+                let mut context = record.context.take().map(Value::String);
+                if let Some(c) = context.as_mut() {
+                    provenance::replace_copies(c, &outputs);
+                }
+                record.context = context.and_then(|c| c.as_str().map(str::to_string));
+                if found.is_empty() && record.source.to_string() != before {
+                    // Re-derive its fields below: they hold the output.
+                    found.kinds.insert(provenance::SECRET_OUTPUT.to_string(), 0);
+                }
+            }
+        }
+    }
+    let mut found = Findings::default();
+    for (record, sealed) in records.iter_mut().zip(sealed_by_record) {
+        found.absorb(&redact_record_sealed(redactor, record, sealed));
+    }
+    found.kinds.retain(|_, n| *n > 0);
+    found
+}
+
+/// [`redact_record`] of a record whose source `sealed` already changed (its
+/// fields are derived again whenever `sealed` names a kind).
+fn redact_record_sealed(redactor: &Redactor, record: &mut Record, sealed: Findings) -> Findings {
+    let mut found = sealed;
+    found.absorb(&redact_value(redactor, &mut record.source));
     if let Some(context) = &mut record.context {
         drop_cut_word(context);
         found.absorb(&redactor.redact_string(context));
@@ -473,7 +575,9 @@ pub fn redact_record(redactor: &Redactor, record: &mut Record) -> Findings {
     if let Some(from) = &mut record.context_from {
         redactor.redact_string(from);
     }
-    if !found.is_empty() {
+    let changed = !found.kinds.is_empty() || found.private_spans > 0;
+    found.kinds.retain(|_, n| *n > 0);
+    if changed {
         match crate::record::parse::derive_fields(record.kind, &record.source) {
             Ok(fields) => record.fields = fields,
             // Redaction only swaps text for text, so the fields derive as

@@ -325,18 +325,24 @@ fn the_privacy_table_reads_from_toml() {
 }
 
 #[test]
-fn values_are_redacted_and_keys_kept() {
+fn values_and_keys_are_redacted() {
     let github = format!("ghp_{}", fake(ALNUM, 36, 13));
     let mut value = json!({
         "queue": [{"text": format!("token {github}"), "n": 1}],
-        github.clone(): "a key as a key stays",
+        github.clone(): "a secret as a key goes too (issue 52)",
+        "tool_use_result": {"numLines": 1},
         "nested": {"deeper": [null, true, format!("<private>x</private>{github}")]}
     });
     let found = redact_value(Redactor::builtin(), &mut value);
-    assert_eq!(found.kinds["github-pat"], 2);
+    assert_eq!(found.kinds["github-pat"], 3);
     assert_eq!(found.private_spans, 1);
     assert_eq!(value["queue"][0]["text"], "token [REDACTED github-pat]");
-    assert_eq!(value[&github], "a key as a key stays");
+    assert!(value.get(&github).is_none(), "{value}");
+    assert_eq!(
+        value["[REDACTED github-pat]"],
+        "a secret as a key goes too (issue 52)"
+    );
+    assert_eq!(value["tool_use_result"]["numLines"], 1, "names stay");
     assert_eq!(value["nested"]["deeper"][2], "[REDACTED github-pat]");
 }
 

@@ -54,10 +54,7 @@ impl Store {
         embedder: Option<&mut dyn Embedder>,
         lock_timeout: Duration,
     ) -> Result<(AddReport, AddPhases)> {
-        let mut redacted = Findings::default();
-        for record in &mut records {
-            redacted.absorb(&crate::privacy::redact_record(self.redactor(), record));
-        }
+        let redacted = crate::privacy::redact_records(self.redactor(), &mut records);
         self.add_redacted(records, redacted, known_vectors, embedder, lock_timeout)
     }
 

@@ -135,6 +135,7 @@ impl Builder {
             }
             message.turn_index = prompts.saturating_sub(1);
         }
+        let sealed = super::seal::seal(&mut self.messages);
         Transcript {
             path: path.to_path_buf(),
             format,
@@ -148,6 +149,7 @@ impl Builder {
             start_offset: start as u64,
             end_offset: end as u64,
             prompts_before: self.prompts_before,
+            sealed,
         }
     }
 }

@@ -18,6 +18,7 @@ pub mod claude_code;
 pub mod generic;
 pub mod ingest;
 pub mod openclaw;
+mod seal;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -478,6 +479,10 @@ pub struct Transcript {
     pub end_offset: u64,
     /// Prompts seen before the first message read (for resumed reads).
     pub prompts_before: u64,
+    /// Tool outputs and writes replaced whole as the transcript was read,
+    /// secrets by the command or file they came from (see `seal`).
+    #[serde(skip_serializing_if = "crate::privacy::Findings::is_empty")]
+    pub sealed: crate::privacy::Findings,
 }
 
 impl Transcript {

@@ -584,6 +584,7 @@ pub fn cases(rng: &mut Rng) -> Vec<Case> {
     crate::battery_code::cases(rng, &mut out);
     crate::battery_audit::cases(rng, &mut out);
     crate::battery_shapes::cases(rng, &mut out);
+    crate::battery_round3::cases(rng, &mut out);
     out
 }
 

@@ -305,10 +305,12 @@ pub fn planted(rng: &mut Rng) -> Vec<Planted> {
         "private-key",
         "json",
         block.clone(),
+        // One secret a line: the key's id (`private_key_id`, redacted as
+        // `gcp-service-account-key-id` since issue 52) is planted on its
+        // own by `battery_round3.rs`.
         json!({
             "type": "service_account",
             "project_id": "demo-project",
-            "private_key_id": rng.string(HEX, 40),
             "private_key": format!("{block}\n"),
             "client_email": "deployer@demo-project.iam.gserviceaccount.com",
         })

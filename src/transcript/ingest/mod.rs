@@ -167,7 +167,9 @@ fn transcript_records_redacted(
     earlier: Option<&LastPrompt>,
     redactor: &Redactor,
 ) -> Result<(Vec<Record>, Findings)> {
-    let mut found = Findings::default();
+    // Outputs replaced whole as the transcript was read (secrets by their
+    // command or file: `transcript::seal`) count with what redaction replaces.
+    let mut found = transcript.sealed.clone();
     let options = ParseOptions {
         added_at: added_at.to_string(),
         namespace: Some(namespace.to_string()),

@@ -299,8 +299,28 @@ pub(super) fn next_state(t: &Transcript, part: &Part, redactor: &Redactor) -> Re
     })
 }
 
+/// Saves a read position. A last prompt that a tombstone buries (its record
+/// or its session was forgotten) is not kept: forgetting a session and then
+/// ingesting its transcript again must not write the forgotten prompt's text
+/// back to disk (issue 52).
 pub(super) fn save_state(store: &Store, state: &IngestState) -> Result<()> {
     let path = state_path(store, &state.path);
+    let stones = crate::store::tombstones::Tombstones::load(store.root())?;
+    let buried = state.last_prompt.as_ref().is_some_and(|p| {
+        stones.ids.contains_key(&p.id)
+            || stones.sessions.contains_key(&p.session_id)
+            || stones.sessions.contains_key(&state.session_id)
+    });
+    let kept;
+    let state = if buried {
+        kept = IngestState {
+            last_prompt: None,
+            ..state.clone()
+        };
+        &kept
+    } else {
+        state
+    };
     let text = serde_json::to_vec_pretty(state).map_err(|e| Error::io(&path, e.into()))?;
     crate::files::replace(&path, &text, crate::files::Durability::Durable)
 }
