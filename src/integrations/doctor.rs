@@ -19,6 +19,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::claude_code::{is_our_hook, shell_words, Install, Targets, HOOKS, NAME};
+use super::registration::{PluginState, Registrations};
 use crate::store::Store;
 
 /// Longest a checked command may run.
@@ -93,6 +94,34 @@ const REINSTALL: &str =
 /// no installed command names one.
 pub fn doctor(targets: &Targets, fallback_store: &Path) -> DoctorReport {
     let mut checks = Checks(Vec::new());
+    let registrations = Registrations::find(targets.project.as_deref());
+    let by_install = registrations
+        .install
+        .iter()
+        .any(|(file, _)| *file == targets.settings);
+    let plugin = registrations.plugin.clone().filter(PluginState::active);
+    match (by_install, &plugin) {
+        (false, None) => {
+            checks.fail(
+                "installed",
+                registrations.describe(),
+                "`knowledge-db hook install` (--user for every project), or the plugin: \
+                 `claude plugin install knowledge-db@knowledge-db`",
+            );
+            return DoctorReport {
+                ok: false,
+                store: None,
+                checks: checks.0,
+            };
+        }
+        (false, Some(plugin)) => return doctor_plugin(plugin, &registrations, fallback_store),
+        (true, Some(_)) => checks.warn(
+            "installed",
+            registrations.describe(),
+            "keep one: `knowledge-db hook uninstall`, or `claude plugin uninstall knowledge-db@knowledge-db`",
+        ),
+        (true, None) => checks.ok("installed", registrations.describe()),
+    }
     let commands = check_settings(targets, &mut checks);
     let store = commands
         .iter()
@@ -261,6 +290,91 @@ fn check_store(store: &Path, checks: &mut Checks) {
             "the first hook creates it; or run `knowledge-db --store <store> init`",
         ),
         Err(e) => checks.fail("store", e.to_string(), "see the error above"),
+    }
+}
+
+/// The checks of the plugin, when it is what runs the hooks: its folder,
+/// each of its hooks run as Claude Code runs them (`CLAUDE_PLUGIN_ROOT` set),
+/// its skill and its MCP server, then the store, the model and the log.
+fn doctor_plugin(
+    plugin: &PluginState,
+    registrations: &Registrations,
+    store: &Path,
+) -> DoctorReport {
+    let mut checks = Checks(Vec::new());
+    checks.ok("installed", registrations.describe());
+    let Some(root) = plugin.root().filter(|r| r.join("hooks").join("hooks.json").is_file()) else {
+        checks.fail(
+            "plugin",
+            format!("{} is enabled but not installed (no hooks/hooks.json)", plugin.id),
+            "`claude plugin install knowledge-db@knowledge-db`",
+        );
+        return DoctorReport {
+            ok: false,
+            store: Some(store.to_path_buf()),
+            checks: checks.0,
+        };
+    };
+    checks.ok("plugin", format!("{} at {}", plugin.id, root.display()));
+    check_store(store, &mut checks);
+    let hooks = std::fs::read_to_string(root.join("hooks").join("hooks.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .unwrap_or_default();
+    let root_text = root.to_string_lossy();
+    for (event, _, subcommand, _) in HOOKS {
+        let command = hooks["hooks"][event].as_array().and_then(|groups| {
+            groups.iter().find_map(|g| {
+                g["hooks"].as_array()?.iter().find_map(|h| {
+                    let c = h["command"].as_str()?;
+                    c.contains(&format!("hook {subcommand}")).then(|| c.to_string())
+                })
+            })
+        });
+        let Some(command) = command else {
+            checks.fail(
+                &format!("hook {subcommand}"),
+                format!("the plugin registers no {event} hook"),
+                "`claude plugin update knowledge-db@knowledge-db`",
+            );
+            continue;
+        };
+        let words = shell_words(&command.replace("${CLAUDE_PLUGIN_ROOT}", &root_text));
+        check_hook_runs(event, &words, store, &mut checks);
+    }
+    let skill = root.join("skills").join(NAME).join("SKILL.md");
+    match std::fs::read_to_string(&skill) {
+        Ok(text) if super::uninstall::is_our_skill(&text) => {
+            checks.ok("skill", format!("{} (runs `knowledge-db` through the plugin's bin/)", skill.display()))
+        }
+        _ => checks.fail(
+            "skill",
+            format!("{} is missing or not knowledge-db's", skill.display()),
+            "`claude plugin update knowledge-db@knowledge-db`",
+        ),
+    }
+    let entry = std::fs::read_to_string(root.join(".mcp.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t.replace("${CLAUDE_PLUGIN_ROOT}", &root_text)).ok())
+        .and_then(|v| v["mcpServers"][NAME].as_object().cloned());
+    match entry {
+        Some(entry) => check_mcp_entry(&entry, &[("CLAUDE_PLUGIN_ROOT", &root)], &mut checks),
+        None => checks.fail(
+            "mcp",
+            format!("{}: no mcpServers.{NAME}", root.join(".mcp.json").display()),
+            "`claude plugin update knowledge-db@knowledge-db`",
+        ),
+    }
+    check_model(&mut checks);
+    if let Ok(opened) = Store::open(store) {
+        check_upkeep(&opened, &mut checks);
+        check_sync(&opened, &mut checks);
+    }
+    check_hooks_log(store, &mut checks);
+    DoctorReport {
+        ok: checks.0.iter().all(|c| c.outcome != Outcome::Fail),
+        store: Some(store.to_path_buf()),
+        checks: checks.0,
     }
 }
 
@@ -446,15 +560,21 @@ fn check_mcp(targets: &Targets, checks: &mut Checks) {
     let entry = std::fs::read_to_string(path)
         .ok()
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .and_then(|v| v["mcpServers"][NAME].as_object().cloned());
+        .and_then(|v| targets.mcp_servers(&v)?.get(NAME)?.as_object().cloned());
     let Some(entry) = entry else {
         checks.fail(
             "mcp",
-            format!("{}: no mcpServers.{NAME}", path.display()),
+            format!("{}: no mcpServers.{NAME}", targets.mcp_place()),
             REINSTALL,
         );
         return;
     };
+    check_mcp_entry(&entry, &[], checks);
+}
+
+/// Starts the server an `mcpServers` entry names (with `env` added to its
+/// environment) and lists its tools.
+fn check_mcp_entry(entry: &serde_json::Map<String, Value>, env: &[(&str, &Path)], checks: &mut Checks) {
     let command = entry
         .get("command")
         .and_then(Value::as_str)
@@ -468,7 +588,7 @@ fn check_mcp(targets: &Targets, checks: &mut Checks) {
                 .collect()
         })
         .unwrap_or_default();
-    match list_tools(command, &args) {
+    match list_tools(command, &args, env) {
         Ok(tools) if tools.iter().any(|t| t == "memory_search") => checks.ok(
             "mcp",
             format!("`{command}` answers tools/list: {}", tools.join(", ")),
@@ -486,9 +606,10 @@ fn check_mcp(targets: &Targets, checks: &mut Checks) {
 }
 
 /// Starts an MCP server over stdio, initializes it and lists its tools.
-fn list_tools(command: &str, args: &[String]) -> Result<Vec<String>, String> {
+fn list_tools(command: &str, args: &[String], env: &[(&str, &Path)]) -> Result<Vec<String>, String> {
     let mut child = Command::new(command)
         .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -566,7 +687,7 @@ fn check_model(checks: &mut Checks) {
         Err(e) => checks.warn(
             "model",
             format!("{e}; search runs on words (BM25) alone"),
-            "run scripts/setup-model.sh from the knowledge-db checkout",
+            "run `knowledge-db setup` (from a checkout, scripts/setup-model.sh does the same)",
         ),
     }
 }
