@@ -277,7 +277,7 @@ pub(super) fn install(root: &Path, args: InstallArgs) -> anyhow::Result<ExitCode
     println!("the six hooks, in {}:", targets.settings.display());
     for (event, matcher, subcommand, _) in HOOKS {
         let on = matcher.map(|m| format!(" ({m})")).unwrap_or_default();
-        println!("  {:<40} {}", format!("{event}{on}"), hook_purpose(subcommand));
+        println!("  {:<62} {}", format!("{event}{on}"), hook_purpose(subcommand));
     }
     println!("the MCP server `knowledge-db`, in {}", targets.mcp_place());
     println!("the skill /knowledge-db, in {}", targets.skill.display());
@@ -390,7 +390,6 @@ pub(super) fn uninstall(root: &Path, args: UninstallArgs) -> anyhow::Result<Exit
     if args.dry_run {
         print!("{}", plan.plan.diff());
     }
-    let verb = if args.dry_run { "would " } else { "" };
     if plan.plan.changes.is_empty() {
         println!(
             "nothing to take out: no knowledge-db hook, MCP entry or skill in {}, {}, {}",
@@ -403,17 +402,22 @@ pub(super) fn uninstall(root: &Path, args: UninstallArgs) -> anyhow::Result<Exit
     for (path, hooks) in &plan.hooks_removed {
         println!("{removed} {} hooks from {}: {}", hooks.len(), path.display(), hooks.join(", "));
     }
+    if args.dry_run && !plan.plan.changes.is_empty() {
+        println!("--dry-run: nothing was written; the uninstall would change:");
+    }
     for change in &plan.plan.changes {
-        let what = match (change.part, &change.after) {
-            (knowledge_db::integrations::claude_code::Part::Skill, _) => "removed the skill".to_string(),
-            (_, None) => "removed (nothing else was in it)".to_string(),
-            (_, Some(after)) if Some(after) == change.before.as_ref() => "unchanged".to_string(),
-            _ => match installed.as_ref().and_then(|i| i.files.iter().find(|f| f.path == change.path)) {
-                Some(f) if f.exact && change.after == f.before => "restored as it was before the install".to_string(),
-                _ => format!("took out {}", change.part.describe()),
-            },
+        let recorded = installed
+            .as_ref()
+            .and_then(|i| i.files.iter().find(|f| f.path == change.path))
+            .filter(|f| f.exact && change.after == f.before);
+        let what = match (change.part, &change.after, recorded) {
+            (knowledge_db::integrations::claude_code::Part::Skill, ..) => "removed the skill".to_string(),
+            (_, None, Some(_)) => "removed (the install created it)".to_string(),
+            (_, Some(_), Some(_)) => "restored as it was before the install".to_string(),
+            (_, None, None) => "removed (nothing else was left in it)".to_string(),
+            (_, Some(_), None) => format!("took out {}", change.part.describe()),
         };
-        println!("  {verb}{}: {what}", change.path.display());
+        println!("  {}: {what}", change.path.display());
     }
     for note in &plan.plan.notes {
         println!("note: {note}");

@@ -80,7 +80,8 @@ step "knowledge-db setup: $(( $(date +%s) - started )) s"
 grep -q '\[5/5\] installing' "$work/setup.log" || { cat "$work/setup.log" >&2; fail "setup showed no progress to [5/5]"; }
 grep -q 'the model loads and embeds' "$work/setup.log" || { cat "$work/setup.log" >&2; fail "setup did not load the model"; }
 [ -f "$work/models/all-MiniLM-L6-v2/VERIFIED" ] || fail "no verified model in $work/models"
-"$kdb" setup | grep -q 'model ready' || fail "a second setup was not a no-op"
+second=$("$kdb" setup 2>&1) || fail "a second setup failed: $second"
+grep -q "model ready" <<<"$second" || fail "a second setup was not a no-op: $second"
 
 store=$work/store
 "$kdb" --store "$store" init >/dev/null
