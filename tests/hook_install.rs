@@ -84,7 +84,11 @@ fn project_install_merges_shows_a_diff_and_is_idempotent() {
     let claude_json = dir.path().join(".claude.json");
     let skill = project.join(".claude/skills/knowledge-db/SKILL.md");
     // The team's files, which they commit: never written.
-    fs::write(&shared, "{\n  \"permissions\": {\"allow\": [\"Bash(make)\"]}\n}\n").expect("shared");
+    fs::write(
+        &shared,
+        "{\n  \"permissions\": {\"allow\": [\"Bash(make)\"]}\n}\n",
+    )
+    .expect("shared");
     fs::write(
         &mcp,
         serde_json::to_string_pretty(
@@ -148,12 +152,22 @@ fn project_install_merges_shows_a_diff_and_is_idempotent() {
         "{diff}"
     );
     assert!(diff.contains("\"knowledge-db\": {"), "{diff}");
-    assert!(!diff.contains(&format!("+++ {}", shared.display())), "{diff}");
+    assert!(
+        !diff.contains(&format!("+++ {}", shared.display())),
+        "{diff}"
+    );
     assert!(!diff.contains(&format!("+++ {}", mcp.display())), "{diff}");
     // Existing lines stay; at most one gains a comma before a new entry.
-    let settings_diff = &diff[diff.find(&format!("+++ {}", settings.display())).expect("settings diff")..];
-    let settings_diff = &settings_diff[..settings_diff[4..].find("\n--- ").map_or(settings_diff.len(), |i| i + 4)];
-    let added: Vec<&str> = settings_diff.lines().filter(|l| l.starts_with('+')).collect();
+    let settings_diff = &diff[diff
+        .find(&format!("+++ {}", settings.display()))
+        .expect("settings diff")..];
+    let settings_diff = &settings_diff[..settings_diff[4..]
+        .find("\n--- ")
+        .map_or(settings_diff.len(), |i| i + 4)];
+    let added: Vec<&str> = settings_diff
+        .lines()
+        .filter(|l| l.starts_with('+'))
+        .collect();
     for removed in settings_diff
         .lines()
         .filter(|l| l.starts_with('-') && !l.starts_with("---"))
@@ -166,7 +180,11 @@ fn project_install_merges_shows_a_diff_and_is_idempotent() {
     }
     assert_eq!(snapshot(&files), before, "--dry-run wrote something");
 
-    let out = install(dir.path(), &["--dir", project_arg]).success().get_output().stdout.clone();
+    let out = install(dir.path(), &["--dir", project_arg])
+        .success()
+        .get_output()
+        .stdout
+        .clone();
     let text = String::from_utf8(out).expect("utf-8");
     // The output names the six hooks it registered, not only the files.
     for (event, ..) in knowledge_db::integrations::claude_code::HOOKS {

@@ -72,7 +72,11 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .current_dir(dir)
         .output()
         .expect("git");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).expect("utf-8")
 }
 
@@ -102,13 +106,26 @@ fn install_keeps_machine_paths_out_of_what_git_would_commit_and_uninstall_restor
     let claude_json = home.path().join(".claude.json");
     fs::write(&claude_json, "{\"numStartups\": 3}\n").expect("claude.json");
     let before = tree(home.path());
-    let git_before = git(&project, &["status", "--porcelain", "--untracked-files=all"]);
+    let git_before = git(
+        &project,
+        &["status", "--porcelain", "--untracked-files=all"],
+    );
 
-    let out = stdout(kdb(home.path(), &project, &["hook", "install", "--no-history"]));
+    let out = stdout(kdb(
+        home.path(),
+        &project,
+        &["hook", "install", "--no-history"],
+    ));
     assert!(out.contains("the six hooks"), "{out}");
     // Nothing git would pick up names this machine's binary or store.
-    let git_after = git(&project, &["status", "--porcelain", "--untracked-files=all"]);
-    assert_eq!(git_before, git_after, "git sees new or changed files: {git_after}");
+    let git_after = git(
+        &project,
+        &["status", "--porcelain", "--untracked-files=all"],
+    );
+    assert_eq!(
+        git_before, git_after,
+        "git sees new or changed files: {git_after}"
+    );
     let store = home.path().join("store");
     for (path, bytes) in tree(&project) {
         let ignored = std::process::Command::new("git")
@@ -121,7 +138,8 @@ fn install_keeps_machine_paths_out_of_what_git_would_commit_and_uninstall_restor
         let text = String::from_utf8_lossy(&bytes);
         if !ignored && !path.starts_with(project.join(".git")) {
             assert!(
-                !text.contains(&*binary().to_string_lossy()) && !text.contains(&*store.to_string_lossy()),
+                !text.contains(&*binary().to_string_lossy())
+                    && !text.contains(&*store.to_string_lossy()),
                 "{} (not ignored by git) holds a machine path",
                 path.display()
             );
@@ -142,9 +160,15 @@ fn install_keeps_machine_paths_out_of_what_git_would_commit_and_uninstall_restor
         .success();
 
     let out = stdout(kdb(home.path(), &project, &["hook", "uninstall"]));
-    assert!(out.contains("restored as it was before the install"), "{out}");
+    assert!(
+        out.contains("restored as it was before the install"),
+        "{out}"
+    );
     assert!(out.contains("removed the skill"), "{out}");
-    assert!(out.contains(&format!("the store {} is kept: 1 records", store.display())), "{out}");
+    assert!(
+        out.contains(&format!("the store {} is kept: 1 records", store.display())),
+        "{out}"
+    );
     // Every file as it was, byte for byte; no folder of the install left.
     let after = tree(home.path());
     let strip = |t: Vec<(PathBuf, Vec<u8>)>| -> Vec<(PathBuf, Vec<u8>)> {
@@ -152,15 +176,23 @@ fn install_keeps_machine_paths_out_of_what_git_would_commit_and_uninstall_restor
             .filter(|(p, _)| !p.starts_with(home.path().join(".local")))
             .collect()
     };
-    assert_eq!(strip(after), strip(before.clone()), "files differ after uninstall");
+    assert_eq!(
+        strip(after),
+        strip(before.clone()),
+        "files differ after uninstall"
+    );
     assert_eq!(fs::read_to_string(&local).expect("local"), local_text);
     assert!(!project.join(".claude/skills").exists());
     // The store is intact.
-    let stats: Value = serde_json::from_str(&stdout(kdb(home.path(), &project, &["stats", "--json"]))).expect("stats");
+    let stats: Value =
+        serde_json::from_str(&stdout(kdb(home.path(), &project, &["stats", "--json"])))
+            .expect("stats");
     assert_eq!(stats["records"], 1, "{stats}");
 
     // doctor now says nothing is installed.
-    let out = kdb(home.path(), &project, &["hook", "doctor"]).output().expect("doctor");
+    let out = kdb(home.path(), &project, &["hook", "doctor"])
+        .output()
+        .expect("doctor");
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("nothing is installed"), "{text}");
@@ -173,19 +205,35 @@ fn install_keeps_machine_paths_out_of_what_git_would_commit_and_uninstall_restor
 fn uninstall_after_other_changes_keeps_them_and_takes_only_ours() {
     let home = tempfile::tempdir().expect("home");
     let project = git_project(home.path());
-    stdout(kdb(home.path(), &project, &["hook", "install", "--no-history"]));
+    stdout(kdb(
+        home.path(),
+        &project,
+        &["hook", "install", "--no-history"],
+    ));
     let local = project.join(".claude/settings.local.json");
-    let mut settings: Value = serde_json::from_slice(&fs::read(&local).expect("local")).expect("json");
+    let mut settings: Value =
+        serde_json::from_slice(&fs::read(&local).expect("local")).expect("json");
     settings["permissions"] = json!({"allow": ["Bash(cargo test)"]});
     settings["hooks"]["Stop"][0]["hooks"]
         .as_array_mut()
         .expect("hooks")
         .push(json!({"type": "command", "command": "say done"}));
-    fs::write(&local, serde_json::to_string_pretty(&settings).expect("json")).expect("write");
+    fs::write(
+        &local,
+        serde_json::to_string_pretty(&settings).expect("json"),
+    )
+    .expect("write");
 
     let out = stdout(kdb(home.path(), &project, &["hook", "uninstall", "--json"]));
     let report: Value = serde_json::from_str(&out).expect("json");
-    assert_eq!(report["hooks_removed"][0]["hooks"].as_array().expect("hooks").len(), 6, "{report}");
+    assert_eq!(
+        report["hooks_removed"][0]["hooks"]
+            .as_array()
+            .expect("hooks")
+            .len(),
+        6,
+        "{report}"
+    );
     let left: Value = serde_json::from_slice(&fs::read(&local).expect("kept")).expect("json");
     assert_eq!(
         left,
@@ -193,9 +241,15 @@ fn uninstall_after_other_changes_keeps_them_and_takes_only_ours() {
                "permissions": {"allow": ["Bash(cargo test)"]}})
     );
     // The MCP entry left the local scope; Claude Code's own keys stay.
-    let config: Value = serde_json::from_slice(&fs::read(home.path().join(".claude.json")).expect("claude.json")).expect("json");
+    let config: Value =
+        serde_json::from_slice(&fs::read(home.path().join(".claude.json")).expect("claude.json"))
+            .expect("json");
     let key = knowledge_db::integrations::claude_code::project_key(&project);
-    assert_eq!(config["projects"][&key]["mcpServers"], json!({}), "{config}");
+    assert_eq!(
+        config["projects"][&key]["mcpServers"],
+        json!({}),
+        "{config}"
+    );
     let exclude = fs::read_to_string(project.join(".git/info/exclude")).expect("exclude");
     assert!(!exclude.contains("knowledge-db"), "{exclude}");
 }
@@ -204,12 +258,31 @@ fn uninstall_after_other_changes_keeps_them_and_takes_only_ours() {
 fn purge_deletes_the_store_only_when_asked() {
     let home = tempfile::tempdir().expect("home");
     let project = git_project(home.path());
-    stdout(kdb(home.path(), &project, &["hook", "install", "--no-history"]));
-    let out = stdout(kdb(home.path(), &project, &["hook", "uninstall", "--dry-run"]));
+    stdout(kdb(
+        home.path(),
+        &project,
+        &["hook", "install", "--no-history"],
+    ));
+    let out = stdout(kdb(
+        home.path(),
+        &project,
+        &["hook", "uninstall", "--dry-run"],
+    ));
     assert!(out.contains("would remove 6 hooks"), "{out}");
-    assert!(project.join(".claude/settings.local.json").exists(), "--dry-run wrote");
-    stdout(kdb(home.path(), &project, &["hook", "install", "--no-history"]));
-    let out = stdout(kdb(home.path(), &project, &["hook", "uninstall", "--purge"]));
+    assert!(
+        project.join(".claude/settings.local.json").exists(),
+        "--dry-run wrote"
+    );
+    stdout(kdb(
+        home.path(),
+        &project,
+        &["hook", "install", "--no-history"],
+    ));
+    let out = stdout(kdb(
+        home.path(),
+        &project,
+        &["hook", "uninstall", "--purge"],
+    ));
     assert!(out.contains("deleted the store"), "{out}");
     assert!(!home.path().join("store").exists());
 }
@@ -235,19 +308,41 @@ fn history_needs_a_yes_without_a_terminal_and_a_reinstall_counts_truly() {
     let project = git_project(home.path());
     let history = home.path().join(".claude/projects/-proj");
     let first = history.join("s1.jsonl");
-    write_transcript(&first, "s1", &["why does the retry test fail", "fix the backoff import", "run it again"]);
+    write_transcript(
+        &first,
+        "s1",
+        &[
+            "why does the retry test fail",
+            "fix the backoff import",
+            "run it again",
+        ],
+    );
 
     // No terminal (the test's stdin is not one), no --yes: not ingested, and said so.
     let out = stdout(kdb(home.path(), &project, &["hook", "install"]));
     assert!(out.contains("history: not ingested"), "{out}");
     assert!(out.contains("--yes"), "{out}");
-    let stats: Value = serde_json::from_str(&stdout(kdb(home.path(), &project, &["stats", "--json"]))).expect("stats");
+    let stats: Value =
+        serde_json::from_str(&stdout(kdb(home.path(), &project, &["stats", "--json"])))
+            .expect("stats");
     assert_eq!(stats["records"], 0, "{stats}");
 
     let out = stdout(kdb(home.path(), &project, &["hook", "install", "--yes"]));
-    assert!(out.contains("history: 1 transcripts, 3 messages read, 3 stored"), "{out}");
+    assert!(
+        out.contains("history: 1 transcripts, 3 messages read, 3 stored"),
+        "{out}"
+    );
     // A reinstall reads what the transcript gained, and says so.
-    write_transcript(&first, "s1", &["why does the retry test fail", "fix the backoff import", "run it again", "and commit"]);
+    write_transcript(
+        &first,
+        "s1",
+        &[
+            "why does the retry test fail",
+            "fix the backoff import",
+            "run it again",
+            "and commit",
+        ],
+    );
     let out = stdout(kdb(home.path(), &project, &["hook", "install", "--yes"]));
     assert!(
         out.contains("history: 1 transcripts (1 read by an earlier ingest: only what they gained since was read), "),
@@ -269,8 +364,12 @@ fn install_refuses_next_to_the_enabled_plugin() {
     kdb(home.path(), &project, &["hook", "install", "--no-history"])
         .assert()
         .code(2)
-        .stderr(predicates::str::contains("the knowledge-db plugin (knowledge-db@knowledge-db) is enabled"))
-        .stderr(predicates::str::contains("claude plugin uninstall knowledge-db@knowledge-db"));
+        .stderr(predicates::str::contains(
+            "the knowledge-db plugin (knowledge-db@knowledge-db) is enabled",
+        ))
+        .stderr(predicates::str::contains(
+            "claude plugin uninstall knowledge-db@knowledge-db",
+        ));
     assert!(!project.join(".claude").exists(), "something was written");
 }
 
@@ -278,14 +377,19 @@ fn install_refuses_next_to_the_enabled_plugin() {
 fn a_plugin_hook_steps_aside_for_the_same_hook_of_hook_install() {
     let home = tempfile::tempdir().expect("home");
     let project = git_project(home.path());
-    stdout(kdb(home.path(), &project, &["hook", "install", "--no-history"]));
+    stdout(kdb(
+        home.path(),
+        &project,
+        &["hook", "install", "--no-history"],
+    ));
     let transcript = home.path().join("t/s1.jsonl");
     write_transcript(&transcript, "s1", &["remember the plugin"]);
     let input = json!({"session_id": "s1", "transcript_path": transcript, "cwd": project,
         "hook_event_name": "Stop"})
     .to_string();
     let records = |home: &Path| -> u64 {
-        let stats: Value = serde_json::from_str(&stdout(kdb(home, &project, &["stats", "--json"]))).expect("stats");
+        let stats: Value = serde_json::from_str(&stdout(kdb(home, &project, &["stats", "--json"])))
+            .expect("stats");
         stats["records"].as_u64().expect("records")
     };
     // As the plugin runs it: nothing stored, since `hook install`'s Stop runs too.

@@ -61,8 +61,8 @@ impl Setup {
             .arg(self.project())
             .assert()
             .success();
-        let text =
-            fs::read_to_string(self.project().join(".claude/settings.local.json")).expect("settings");
+        let text = fs::read_to_string(self.project().join(".claude/settings.local.json"))
+            .expect("settings");
         let settings: Value = serde_json::from_str(&text).expect("settings JSON");
         let mut commands = Vec::new();
         for (event, groups) in settings["hooks"].as_object().expect("hooks") {

@@ -211,12 +211,24 @@ pub(super) fn install(root: &Path, args: InstallArgs) -> anyhow::Result<ExitCode
         let stop = targets
             .project
             .clone()
-            .or_else(|| targets.settings.parent().and_then(Path::parent).map(Path::to_path_buf))
+            .or_else(|| {
+                targets
+                    .settings
+                    .parent()
+                    .and_then(Path::parent)
+                    .map(Path::to_path_buf)
+            })
             .unwrap_or_default();
         let paths: Vec<&Path> = plan.changes.iter().map(|c| c.path.as_path()).collect();
         let created_dirs = uninstall::missing_dirs(&paths, &stop);
         let mut record = InstallRecord::load();
-        record.note_install(&targets, &install.binary, &install.store, &plan, created_dirs);
+        record.note_install(
+            &targets,
+            &install.binary,
+            &install.store,
+            &plan,
+            created_dirs,
+        );
         record.save()?;
         plan.apply()?;
     }
@@ -269,7 +281,11 @@ pub(super) fn install(root: &Path, args: InstallArgs) -> anyhow::Result<ExitCode
             (Some(_), Some(_)) => "updated",
             (None, Some(_)) => "created",
         };
-        println!("{verb} {}: {}", change.path.display(), change.part.describe());
+        println!(
+            "{verb} {}: {}",
+            change.path.display(),
+            change.part.describe()
+        );
     }
     for (path, part) in &plan.unchanged {
         println!("unchanged {}: {}", path.display(), part.describe());
@@ -277,7 +293,11 @@ pub(super) fn install(root: &Path, args: InstallArgs) -> anyhow::Result<ExitCode
     println!("the six hooks, in {}:", targets.settings.display());
     for (event, matcher, subcommand, _) in HOOKS {
         let on = matcher.map(|m| format!(" ({m})")).unwrap_or_default();
-        println!("  {:<62} {}", format!("{event}{on}"), hook_purpose(subcommand));
+        println!(
+            "  {:<62} {}",
+            format!("{event}{on}"),
+            hook_purpose(subcommand)
+        );
     }
     println!("the MCP server `knowledge-db`, in {}", targets.mcp_place());
     println!("the skill /knowledge-db, in {}", targets.skill.display());
@@ -398,9 +418,18 @@ pub(super) fn uninstall(root: &Path, args: UninstallArgs) -> anyhow::Result<Exit
             targets.skill.display()
         );
     }
-    let removed = if args.dry_run { "would remove" } else { "removed" };
+    let removed = if args.dry_run {
+        "would remove"
+    } else {
+        "removed"
+    };
     for (path, hooks) in &plan.hooks_removed {
-        println!("{removed} {} hooks from {}: {}", hooks.len(), path.display(), hooks.join(", "));
+        println!(
+            "{removed} {} hooks from {}: {}",
+            hooks.len(),
+            path.display(),
+            hooks.join(", ")
+        );
     }
     if args.dry_run && !plan.plan.changes.is_empty() {
         println!("--dry-run: nothing was written; the uninstall would change:");
@@ -411,7 +440,9 @@ pub(super) fn uninstall(root: &Path, args: UninstallArgs) -> anyhow::Result<Exit
             .and_then(|i| i.files.iter().find(|f| f.path == change.path))
             .filter(|f| f.exact && change.after == f.before);
         let what = match (change.part, &change.after, recorded) {
-            (knowledge_db::integrations::claude_code::Part::Skill, ..) => "removed the skill".to_string(),
+            (knowledge_db::integrations::claude_code::Part::Skill, ..) => {
+                "removed the skill".to_string()
+            }
             (_, None, Some(_)) => "removed (the install created it)".to_string(),
             (_, Some(_), Some(_)) => "restored as it was before the install".to_string(),
             (_, None, None) => "removed (nothing else was left in it)".to_string(),
@@ -432,7 +463,8 @@ pub(super) fn uninstall(root: &Path, args: UninstallArgs) -> anyhow::Result<Exit
                 knowledge_db::record::input::human_bytes(bytes),
                 match &purge_refused {
                     Some(why) => format!(" ({why})"),
-                    None => "; `knowledge-db hook uninstall --purge` (or rm -r) deletes it".to_string(),
+                    None =>
+                        "; `knowledge-db hook uninstall --purge` (or rm -r) deletes it".to_string(),
                 }
             );
         }

@@ -173,11 +173,7 @@ pub fn backfill(
         )?;
         report.bytes_read += ingested.bytes_read;
         report.messages += ingested.messages;
-        report.files_read_before += ingested
-            .files
-            .iter()
-            .filter(|f| f.start_offset > 0)
-            .count();
+        report.files_read_before += ingested.files.iter().filter(|f| f.start_offset > 0).count();
         if let Some(written) = &ingested.store {
             report.stored += written.added + written.updated;
             report.unchanged += written.unchanged;

@@ -358,9 +358,15 @@ impl Part {
             Part::Hooks => "the six hooks",
             Part::Skill => "the /knowledge-db skill",
             Part::Mcp => "the MCP server `knowledge-db`",
-            Part::LegacyHooks => "hooks an earlier install wrote here (moved out: teams commit this file)",
-            Part::LegacyMcp => "an MCP entry an earlier install wrote here (moved out: teams commit this file)",
-            Part::GitExclude => "git ignores this machine's knowledge-db files (settings.local.json, the skill)",
+            Part::LegacyHooks => {
+                "hooks an earlier install wrote here (moved out: teams commit this file)"
+            }
+            Part::LegacyMcp => {
+                "an MCP entry an earlier install wrote here (moved out: teams commit this file)"
+            }
+            Part::GitExclude => {
+                "git ignores this machine's knowledge-db files (settings.local.json, the skill)"
+            }
         }
     }
 }

@@ -303,10 +303,16 @@ fn doctor_plugin(
 ) -> DoctorReport {
     let mut checks = Checks(Vec::new());
     checks.ok("installed", registrations.describe());
-    let Some(root) = plugin.root().filter(|r| r.join("hooks").join("hooks.json").is_file()) else {
+    let Some(root) = plugin
+        .root()
+        .filter(|r| r.join("hooks").join("hooks.json").is_file())
+    else {
         checks.fail(
             "plugin",
-            format!("{} is enabled but not installed (no hooks/hooks.json)", plugin.id),
+            format!(
+                "{} is enabled but not installed (no hooks/hooks.json)",
+                plugin.id
+            ),
             "`claude plugin install knowledge-db@knowledge-db`",
         );
         return DoctorReport {
@@ -327,7 +333,8 @@ fn doctor_plugin(
             groups.iter().find_map(|g| {
                 g["hooks"].as_array()?.iter().find_map(|h| {
                     let c = h["command"].as_str()?;
-                    c.contains(&format!("hook {subcommand}")).then(|| c.to_string())
+                    c.contains(&format!("hook {subcommand}"))
+                        .then(|| c.to_string())
                 })
             })
         });
@@ -344,9 +351,13 @@ fn doctor_plugin(
     }
     let skill = root.join("skills").join(NAME).join("SKILL.md");
     match std::fs::read_to_string(&skill) {
-        Ok(text) if super::uninstall::is_our_skill(&text) => {
-            checks.ok("skill", format!("{} (runs `knowledge-db` through the plugin's bin/)", skill.display()))
-        }
+        Ok(text) if super::uninstall::is_our_skill(&text) => checks.ok(
+            "skill",
+            format!(
+                "{} (runs `knowledge-db` through the plugin's bin/)",
+                skill.display()
+            ),
+        ),
         _ => checks.fail(
             "skill",
             format!("{} is missing or not knowledge-db's", skill.display()),
@@ -355,7 +366,9 @@ fn doctor_plugin(
     }
     let entry = std::fs::read_to_string(root.join(".mcp.json"))
         .ok()
-        .and_then(|t| serde_json::from_str::<Value>(&t.replace("${CLAUDE_PLUGIN_ROOT}", &root_text)).ok())
+        .and_then(|t| {
+            serde_json::from_str::<Value>(&t.replace("${CLAUDE_PLUGIN_ROOT}", &root_text)).ok()
+        })
         .and_then(|v| v["mcpServers"][NAME].as_object().cloned());
     match entry {
         Some(entry) => check_mcp_entry(&entry, &[("CLAUDE_PLUGIN_ROOT", &root)], &mut checks),
@@ -574,7 +587,11 @@ fn check_mcp(targets: &Targets, checks: &mut Checks) {
 
 /// Starts the server an `mcpServers` entry names (with `env` added to its
 /// environment) and lists its tools.
-fn check_mcp_entry(entry: &serde_json::Map<String, Value>, env: &[(&str, &Path)], checks: &mut Checks) {
+fn check_mcp_entry(
+    entry: &serde_json::Map<String, Value>,
+    env: &[(&str, &Path)],
+    checks: &mut Checks,
+) {
     let command = entry
         .get("command")
         .and_then(Value::as_str)
@@ -606,7 +623,11 @@ fn check_mcp_entry(entry: &serde_json::Map<String, Value>, env: &[(&str, &Path)]
 }
 
 /// Starts an MCP server over stdio, initializes it and lists its tools.
-fn list_tools(command: &str, args: &[String], env: &[(&str, &Path)]) -> Result<Vec<String>, String> {
+fn list_tools(
+    command: &str,
+    args: &[String],
+    env: &[(&str, &Path)],
+) -> Result<Vec<String>, String> {
     let mut child = Command::new(command)
         .args(args)
         .envs(env.iter().copied())

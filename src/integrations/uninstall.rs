@@ -61,7 +61,8 @@ pub fn remove_hooks(
             list.retain(|h| {
                 !h["command"].as_str().is_some_and(|c| {
                     is_our_hook(c, subcommand)
-                        || (c.ends_with(&format!(" hook {subcommand}")) && also.iter().any(|a| a == c))
+                        || (c.ends_with(&format!(" hook {subcommand}"))
+                            && also.iter().any(|a| a == c))
                 })
             });
             if list.len() == count {
@@ -508,7 +509,12 @@ mod tests {
                 {"matcher": "Bash", "hooks": [{"type": "command", "command": "lint.sh"}]}]}})
         );
         let mut only_ours = json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "knowledge-db hook stop"}]}]}});
-        remove_hooks(only_ours.as_object_mut().expect("object"), Path::new("s"), &[]).expect("ok");
+        remove_hooks(
+            only_ours.as_object_mut().expect("object"),
+            Path::new("s"),
+            &[],
+        )
+        .expect("ok");
         assert_eq!(only_ours, json!({}));
         assert!(super::super::claude_code::is_empty_config(&only_ours));
     }
@@ -520,8 +526,12 @@ mod tests {
             "other": {"command": "x"}}}}});
         let object = config.as_object_mut().expect("object");
         assert!(remove_mcp_server(object, Path::new("c"), Some("/p")).expect("ok"));
-        assert_eq!(config["projects"]["/p"]["mcpServers"], json!({"other": {"command": "x"}}));
-        let mut mine = json!({"mcpServers": {"knowledge-db": {"command": "my-wrapper", "args": []}}});
+        assert_eq!(
+            config["projects"]["/p"]["mcpServers"],
+            json!({"other": {"command": "x"}})
+        );
+        let mut mine =
+            json!({"mcpServers": {"knowledge-db": {"command": "my-wrapper", "args": []}}});
         let object = mine.as_object_mut().expect("object");
         assert!(!remove_mcp_server(object, Path::new("c"), None).expect("ok"));
     }
