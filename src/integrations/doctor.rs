@@ -100,7 +100,8 @@ pub fn doctor(targets: &Targets, fallback_store: &Path) -> DoctorReport {
         .iter()
         .any(|(file, _)| *file == targets.settings);
     let plugin = registrations.plugin.clone().filter(PluginState::active);
-    match (by_install, &plugin) {
+    let elsewhere = !by_install && !registrations.install.is_empty();
+    match (by_install || elsewhere, &plugin) {
         (false, None) => {
             checks.fail(
                 "installed",
@@ -119,6 +120,15 @@ pub fn doctor(targets: &Targets, fallback_store: &Path) -> DoctorReport {
             "installed",
             registrations.describe(),
             "keep one: `knowledge-db hook uninstall`, or `claude plugin uninstall knowledge-db@knowledge-db`",
+        ),
+        (true, None) if elsewhere => checks.warn(
+            "installed",
+            format!(
+                "{}; not in {}, where this scope's install puts them",
+                registrations.describe(),
+                targets.settings.display()
+            ),
+            "run `knowledge-db hook install` (it moves hooks an earlier release put in a shared file)",
         ),
         (true, None) => checks.ok("installed", registrations.describe()),
     }
