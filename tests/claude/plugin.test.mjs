@@ -219,6 +219,12 @@ test("plugin: installed from the checkout's marketplace, no `hook install`: capt
   const count = w.records().length;
   const gone = await claudeCli(w, ["plugin", "uninstall", ID]);
   assert.equal(gone.status, 0, gone.stdout + gone.stderr);
+  const market = await claudeCli(w, ["plugin", "marketplace", "remove", "knowledge-db"]);
+  assert.equal(market.status, 0, market.stdout + market.stderr);
+  // Claude Code leaves empty `enabledPlugins` and `extraKnownMarketplaces`
+  // objects behind; nothing names knowledge-db any more.
+  const settings = readFileSync(join(w.home, ".claude/settings.json"), "utf8");
+  assert.doesNotMatch(settings, /knowledge-db/, settings);
   const later = await session(w, QUESTION, { main: ["No memory here."] });
   assert.deepEqual(ourHookRuns(later.run.debug), [], "a hook of ours ran after the uninstall");
   assert.doesNotMatch(messagesText(later.main[0].body), /knowledge-db recalled|mcp__plugin_knowledge-db/);
