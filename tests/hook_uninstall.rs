@@ -33,8 +33,8 @@ fn kdb(home: &Path, cwd: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-fn stdout(cmd: &mut Command) -> String {
-    let out = cmd.output().expect("run");
+fn stdout(mut cmd: impl std::borrow::BorrowMut<Command>) -> String {
+    let out = cmd.borrow_mut().output().expect("run");
     assert!(
         out.status.success(),
         "exit {:?}\nstdout: {}\nstderr: {}",
@@ -122,10 +122,14 @@ fn install_keeps_machine_paths_out_of_what_git_would_commit_and_uninstall_restor
         &project,
         &["status", "--porcelain", "--untracked-files=all"],
     );
-    assert_eq!(
-        git_before, git_after,
-        "git sees new or changed files: {git_after}"
-    );
+    // Nothing new for git; the machine's settings file is ignored from now on.
+    for line in git_after.lines() {
+        assert!(
+            git_before.lines().any(|l| l == line),
+            "git sees {line}: {git_after}"
+        );
+    }
+    assert!(!git_after.contains("settings.local.json"), "{git_after}");
     let store = home.path().join("store");
     for (path, bytes) in tree(&project) {
         let ignored = std::process::Command::new("git")
@@ -240,16 +244,8 @@ fn uninstall_after_other_changes_keeps_them_and_takes_only_ours() {
         json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]},
                "permissions": {"allow": ["Bash(cargo test)"]}})
     );
-    // The MCP entry left the local scope; Claude Code's own keys stay.
-    let config: Value =
-        serde_json::from_slice(&fs::read(home.path().join(".claude.json")).expect("claude.json"))
-            .expect("json");
-    let key = knowledge_db::integrations::claude_code::project_key(&project);
-    assert_eq!(
-        config["projects"][&key]["mcpServers"],
-        json!({}),
-        "{config}"
-    );
+    // ~/.claude.json, which the install created and nothing changed since, is gone again.
+    assert!(!home.path().join(".claude.json").exists());
     let exclude = fs::read_to_string(project.join(".git/info/exclude")).expect("exclude");
     assert!(!exclude.contains("knowledge-db"), "{exclude}");
 }
