@@ -2,13 +2,20 @@
 //!
 //! Three things go in, each into the file Claude Code reads it from
 //! (`interop.md`, section 2):
-//! - the hooks into `settings.json`: capture (`Stop`, `SessionEnd`, and the
+//! - the hooks into a settings file: capture (`Stop`, `SessionEnd`, and the
 //!   compression loop's `PostToolUse` and `PreCompact`), recall
 //!   (`UserPromptSubmit`, `SessionStart` at startup and resume) and the
 //!   preservation block (`SessionStart` after a compaction);
 //! - the skill, `skills/knowledge-db/SKILL.md`;
-//! - the MCP server registration, `mcpServers.knowledge-db`, into `.mcp.json`
-//!   (project) or `~/.claude.json` (user).
+//! - the MCP server registration, `mcpServers.knowledge-db`, into
+//!   `~/.claude.json` (a project's local scope, or the user's).
+//!
+//! Every command names this binary and this store by absolute path, which
+//! are this machine's: so a project's hooks go into `.claude/settings.local.json`
+//! and its MCP entry into the project's local scope of `~/.claude.json`, never
+//! into `.claude/settings.json` or `.mcp.json`, which teams commit (entries an
+//! earlier release wrote there are moved out), and in a git work tree
+//! `.git/info/exclude` keeps the settings file and the skill out of git.
 //!
 //! Installing merges: an existing file is parsed, our entries are added where
 //! they are missing, and everything else (other hooks, other servers, unknown
