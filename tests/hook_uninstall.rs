@@ -415,3 +415,74 @@ fn a_plugin_hook_steps_aside_for_the_same_hook_of_hook_install() {
         .success();
     assert_eq!(records(home.path()), 2);
 }
+
+/// Claude Code's record of the plugin installed from this checkout (what
+/// `claude plugin install knowledge-db@knowledge-db` writes), by hand.
+fn fake_plugin(home: &Path) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugin");
+    let plugins = home.join(".claude/plugins");
+    fs::create_dir_all(&plugins).expect("mkdir");
+    fs::write(
+        plugins.join("installed_plugins.json"),
+        json!({"version": 2, "plugins": {"knowledge-db@knowledge-db": [
+            {"scope": "user", "installPath": root, "version": "0.1.0"}]}})
+        .to_string(),
+    )
+    .expect("installed_plugins");
+    fs::write(
+        home.join(".claude/settings.json"),
+        r#"{"enabledPlugins": {"knowledge-db@knowledge-db": true}}"#,
+    )
+    .expect("settings");
+    root
+}
+
+#[test]
+fn doctor_checks_the_plugin_when_it_is_what_runs_the_hooks() {
+    let home = tempfile::tempdir().expect("home");
+    let project = git_project(home.path());
+    fake_plugin(home.path());
+    let bin_dir = binary().parent().expect("bin dir").to_path_buf();
+    let path = format!("{}:/usr/bin:/bin", bin_dir.display());
+    let out = kdb(home.path(), &project, &["hook", "doctor", "--json"])
+        .env("PATH", &path)
+        .env("KNOWLEDGE_DB_MODELS", home.path().join("no-models"))
+        .output()
+        .expect("doctor");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let outcome = |name: &str| {
+        report["checks"]
+            .as_array()
+            .expect("checks")
+            .iter()
+            .find(|c| c["name"] == name)
+            .map(|c| c["outcome"].as_str().expect("outcome").to_string())
+            .unwrap_or_else(|| panic!("no check {name}: {report}"))
+    };
+    assert!(out.status.success(), "{report}");
+    assert!(report["checks"][0]["detail"]
+        .as_str()
+        .expect("detail")
+        .starts_with("active: the plugin knowledge-db@knowledge-db 0.1.0"));
+    for name in [
+        "plugin",
+        "binary",
+        "hook stop runs",
+        "hook user-prompt-submit runs",
+        "skill",
+        "mcp",
+    ] {
+        assert_eq!(outcome(name), "ok", "{name}: {report}");
+    }
+    // Without a binary the launcher can find, the plugin does nothing: a failure.
+    let out = kdb(home.path(), &project, &["hook", "doctor", "--json"])
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .expect("doctor");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    assert!(
+        report.to_string().contains("finds no knowledge-db binary"),
+        "{report}"
+    );
+}

@@ -59,8 +59,11 @@ Examples:
   knowledge-db hook uninstall --purge   # and delete the store";
 
 pub(super) const DOCTOR_HELP: &str = "\
-Reads what `hook install` wrote (same --project/--user/--dir) and runs it as Claude
-Code would: each hook command through sh -c with a hook's JSON on stdin (a
+First says which registration runs the hooks: `hook install`'s, the knowledge-db
+plugin's, both, or none ("nothing is installed", exit 1). Reads what is registered
+(for `hook install`: same --project/--user/--dir; for the plugin: its folder, on the
+store its hooks use, $KNOWLEDGE_DB_HOME else the default) and runs it as Claude Code
+would: each hook command through sh -c with a hook's JSON on stdin (a
 throw-away session, removed after), the skill's search, and the MCP server
 (initialize, tools/list). Then it verifies the store the commands use, loads the
 model, and shows the background upkeep's state and the last errors in hooks.log.

@@ -115,7 +115,11 @@ pub fn doctor(targets: &Targets, fallback_store: &Path) -> DoctorReport {
                 checks: checks.0,
             };
         }
-        (false, Some(plugin)) => return doctor_plugin(plugin, &registrations, fallback_store),
+        // The plugin's hooks cannot be given --store: they use
+        // $KNOWLEDGE_DB_HOME, else the default store.
+        (false, Some(plugin)) => {
+            return doctor_plugin(plugin, &registrations, &crate::store::default_root())
+        }
         (true, Some(_)) => checks.warn(
             "installed",
             registrations.describe(),
@@ -262,6 +266,13 @@ fn check_settings(targets: &Targets, checks: &mut Checks) -> Vec<(String, Vec<St
 }
 
 fn check_store(store: &Path, checks: &mut Checks) {
+    if !store.join("config.toml").is_file() {
+        return checks.warn(
+            "store",
+            format!("no store at {} yet", store.display()),
+            "the first hook creates it; or run `knowledge-db --store <store> init`",
+        );
+    }
     let modes = crate::tiers::verify::file_modes(store);
     if modes.warning && store.exists() {
         checks.warn(
@@ -332,7 +343,33 @@ fn doctor_plugin(
         };
     };
     checks.ok("plugin", format!("{} at {}", plugin.id, root.display()));
-    check_store(store, &mut checks);
+    // The launcher must find a binary, or every hook quietly does nothing.
+    let launcher = root.join("bin").join(NAME);
+    match Command::new(&launcher).arg("--version").output() {
+        Ok(out) if out.status.success() && out.stdout.starts_with(b"knowledge-db") => checks.ok(
+            "binary",
+            format!(
+                "{} runs {}",
+                launcher.display(),
+                String::from_utf8_lossy(&out.stdout).trim()
+            ),
+        ),
+        Ok(out) => checks.fail(
+            "binary",
+            format!(
+                "{} finds no knowledge-db binary: {}",
+                launcher.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+            "put knowledge-db on the PATH Claude Code starts with (pipx install knowledge-db), \
+             or set KNOWLEDGE_DB_BIN",
+        ),
+        Err(e) => checks.fail(
+            "binary",
+            format!("cannot run {}: {e}", launcher.display()),
+            "`claude plugin update knowledge-db@knowledge-db`",
+        ),
+    }
     let hooks = std::fs::read_to_string(root.join("hooks").join("hooks.json"))
         .ok()
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())
@@ -359,6 +396,8 @@ fn doctor_plugin(
         let words = shell_words(&command.replace("${CLAUDE_PLUGIN_ROOT}", &root_text));
         check_hook_runs(event, &words, store, &mut checks);
     }
+    // After the hooks: the first of them creates the store.
+    check_store(store, &mut checks);
     let skill = root.join("skills").join(NAME).join("SKILL.md");
     match std::fs::read_to_string(&skill) {
         Ok(text) if super::uninstall::is_our_skill(&text) => checks.ok(
