@@ -60,7 +60,7 @@ Examples:
 
 pub(super) const DOCTOR_HELP: &str = "\
 First says which registration runs the hooks: `hook install`'s, the knowledge-db
-plugin's, both, or none ("nothing is installed", exit 1). Reads what is registered
+plugin's, both, or none (`nothing is installed`, exit 1). Reads what is registered
 (for `hook install`: same --project/--user/--dir; for the plugin: its folder, on the
 store its hooks use, $KNOWLEDGE_DB_HOME else the default) and runs it as Claude Code
 would: each hook command through sh -c with a hook's JSON on stdin (a
