@@ -10,7 +10,8 @@
 //!   into Claude Code's configuration files, with absolute paths;
 //! - [`registration`]: where knowledge-db is registered (`hook install`'s
 //!   settings entries, the plugin) and which one runs the hooks;
-//! - [`diff`]: the unified diffs `--dry-run` shows;
+//! - [`plan`]: changes to configuration files, computed and shown before
+//!   they are written; [`diff`]: the unified diffs `--dry-run` shows;
 //! - [`doctor`]: checking an installed setup end to end;
 //! - [`uninstall`]: taking out exactly what `hook install` put in (its
 //!   install record), leaving the store unless asked;
@@ -25,6 +26,7 @@ pub mod mcp;
 pub mod mcp_schema;
 pub mod mcp_wire;
 pub mod openclaw;
+pub mod plan;
 pub mod qmd;
 pub mod registration;
 pub mod service;

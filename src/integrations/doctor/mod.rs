@@ -22,6 +22,8 @@ use super::claude_code::{is_our_hook, shell_words, Install, Targets, HOOKS, NAME
 use super::registration::{PluginState, Registrations};
 use crate::store::Store;
 
+mod plugin;
+
 /// Longest a checked command may run.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -62,10 +64,16 @@ pub struct DoctorReport {
     pub checks: Vec<Check>,
 }
 
-struct Checks(Vec<Check>);
+pub(super) struct Checks(Vec<Check>);
 
 impl Checks {
-    fn push(&mut self, name: &str, outcome: Outcome, detail: String, fix: Option<String>) {
+    pub(super) fn push(
+        &mut self,
+        name: &str,
+        outcome: Outcome,
+        detail: String,
+        fix: Option<String>,
+    ) {
         self.0.push(Check {
             name: name.to_string(),
             outcome,
@@ -74,15 +82,15 @@ impl Checks {
         });
     }
 
-    fn ok(&mut self, name: &str, detail: String) {
+    pub(super) fn ok(&mut self, name: &str, detail: String) {
         self.push(name, Outcome::Ok, detail, None);
     }
 
-    fn warn(&mut self, name: &str, detail: String, fix: &str) {
+    pub(super) fn warn(&mut self, name: &str, detail: String, fix: &str) {
         self.push(name, Outcome::Warn, detail, Some(fix.to_string()));
     }
 
-    fn fail(&mut self, name: &str, detail: String, fix: &str) {
+    pub(super) fn fail(&mut self, name: &str, detail: String, fix: &str) {
         self.push(name, Outcome::Fail, detail, Some(fix.to_string()));
     }
 }
@@ -118,7 +126,7 @@ pub fn doctor(targets: &Targets, fallback_store: &Path) -> DoctorReport {
         // The plugin's hooks cannot be given --store: they use
         // $KNOWLEDGE_DB_HOME, else the default store.
         (false, Some(plugin)) => {
-            return doctor_plugin(plugin, &registrations, &crate::store::default_root())
+            return plugin::doctor_plugin(plugin, &registrations, &crate::store::default_root())
         }
         (true, Some(_)) => checks.warn(
             "installed",
@@ -265,7 +273,7 @@ fn check_settings(targets: &Targets, checks: &mut Checks) -> Vec<(String, Vec<St
     found
 }
 
-fn check_store(store: &Path, checks: &mut Checks) {
+pub(super) fn check_store(store: &Path, checks: &mut Checks) {
     if !store.join("config.toml").is_file() {
         return checks.warn(
             "store",
@@ -314,135 +322,9 @@ fn check_store(store: &Path, checks: &mut Checks) {
     }
 }
 
-/// The checks of the plugin, when it is what runs the hooks: its folder,
-/// each of its hooks run as Claude Code runs them (`CLAUDE_PLUGIN_ROOT` set),
-/// its skill and its MCP server, then the store, the model and the log.
-fn doctor_plugin(
-    plugin: &PluginState,
-    registrations: &Registrations,
-    store: &Path,
-) -> DoctorReport {
-    let mut checks = Checks(Vec::new());
-    checks.ok("installed", registrations.describe());
-    let Some(root) = plugin
-        .root()
-        .filter(|r| r.join("hooks").join("hooks.json").is_file())
-    else {
-        checks.fail(
-            "plugin",
-            format!(
-                "{} is enabled but not installed (no hooks/hooks.json)",
-                plugin.id
-            ),
-            "`claude plugin install knowledge-db@knowledge-db`",
-        );
-        return DoctorReport {
-            ok: false,
-            store: Some(store.to_path_buf()),
-            checks: checks.0,
-        };
-    };
-    checks.ok("plugin", format!("{} at {}", plugin.id, root.display()));
-    // The launcher must find a binary, or every hook quietly does nothing.
-    let launcher = root.join("bin").join(NAME);
-    match Command::new(&launcher).arg("--version").output() {
-        Ok(out) if out.status.success() && out.stdout.starts_with(b"knowledge-db") => checks.ok(
-            "binary",
-            format!(
-                "{} runs {}",
-                launcher.display(),
-                String::from_utf8_lossy(&out.stdout).trim()
-            ),
-        ),
-        Ok(out) => checks.fail(
-            "binary",
-            format!(
-                "{} finds no knowledge-db binary: {}",
-                launcher.display(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-            "put knowledge-db on the PATH Claude Code starts with (pipx install knowledge-db), \
-             or set KNOWLEDGE_DB_BIN",
-        ),
-        Err(e) => checks.fail(
-            "binary",
-            format!("cannot run {}: {e}", launcher.display()),
-            "`claude plugin update knowledge-db@knowledge-db`",
-        ),
-    }
-    let hooks = std::fs::read_to_string(root.join("hooks").join("hooks.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .unwrap_or_default();
-    let root_text = root.to_string_lossy();
-    for (event, _, subcommand, _) in HOOKS {
-        let command = hooks["hooks"][event].as_array().and_then(|groups| {
-            groups.iter().find_map(|g| {
-                g["hooks"].as_array()?.iter().find_map(|h| {
-                    let c = h["command"].as_str()?;
-                    c.contains(&format!("hook {subcommand}"))
-                        .then(|| c.to_string())
-                })
-            })
-        });
-        let Some(command) = command else {
-            checks.fail(
-                &format!("hook {subcommand}"),
-                format!("the plugin registers no {event} hook"),
-                "`claude plugin update knowledge-db@knowledge-db`",
-            );
-            continue;
-        };
-        let words = shell_words(&command.replace("${CLAUDE_PLUGIN_ROOT}", &root_text));
-        check_hook_runs(event, &words, store, &mut checks);
-    }
-    // After the hooks: the first of them creates the store.
-    check_store(store, &mut checks);
-    let skill = root.join("skills").join(NAME).join("SKILL.md");
-    match std::fs::read_to_string(&skill) {
-        Ok(text) if super::uninstall::is_our_skill(&text) => checks.ok(
-            "skill",
-            format!(
-                "{} (runs `knowledge-db` through the plugin's bin/)",
-                skill.display()
-            ),
-        ),
-        _ => checks.fail(
-            "skill",
-            format!("{} is missing or not knowledge-db's", skill.display()),
-            "`claude plugin update knowledge-db@knowledge-db`",
-        ),
-    }
-    let entry = std::fs::read_to_string(root.join(".mcp.json"))
-        .ok()
-        .and_then(|t| {
-            serde_json::from_str::<Value>(&t.replace("${CLAUDE_PLUGIN_ROOT}", &root_text)).ok()
-        })
-        .and_then(|v| v["mcpServers"][NAME].as_object().cloned());
-    match entry {
-        Some(entry) => check_mcp_entry(&entry, &[("CLAUDE_PLUGIN_ROOT", &root)], &mut checks),
-        None => checks.fail(
-            "mcp",
-            format!("{}: no mcpServers.{NAME}", root.join(".mcp.json").display()),
-            "`claude plugin update knowledge-db@knowledge-db`",
-        ),
-    }
-    check_model(&mut checks);
-    if let Ok(opened) = Store::open(store) {
-        check_upkeep(&opened, &mut checks);
-        check_sync(&opened, &mut checks);
-    }
-    check_hooks_log(store, &mut checks);
-    DoctorReport {
-        ok: checks.0.iter().all(|c| c.outcome != Outcome::Fail),
-        store: Some(store.to_path_buf()),
-        checks: checks.0,
-    }
-}
-
 /// Runs a hook command as Claude Code does (`sh -c`, JSON on stdin) on a
 /// throw-away session, then removes that session's files.
-fn check_hook_runs(event: &str, words: &[String], store: &Path, checks: &mut Checks) {
+pub(super) fn check_hook_runs(event: &str, words: &[String], store: &Path, checks: &mut Checks) {
     let name = format!("{} runs", words[words.len() - 2..].join(" "));
     let Ok(dir) = tempfile::tempdir() else {
         checks.warn(
@@ -636,7 +518,7 @@ fn check_mcp(targets: &Targets, checks: &mut Checks) {
 
 /// Starts the server an `mcpServers` entry names (with `env` added to its
 /// environment) and lists its tools.
-fn check_mcp_entry(
+pub(super) fn check_mcp_entry(
     entry: &serde_json::Map<String, Value>,
     env: &[(&str, &Path)],
     checks: &mut Checks,
@@ -742,7 +624,7 @@ fn list_tools(
     outcome
 }
 
-fn check_model(checks: &mut Checks) {
+pub(super) fn check_model(checks: &mut Checks) {
     use crate::embed::{Embedder, OnnxEmbedder, Workload};
     let started = Instant::now();
     match OnnxEmbedder::load_default(Workload::Queries).and_then(|mut e| e.embed(&["hook doctor"]))
@@ -762,7 +644,7 @@ fn check_model(checks: &mut Checks) {
     }
 }
 
-fn check_upkeep(store: &Store, checks: &mut Checks) {
+pub(super) fn check_upkeep(store: &Store, checks: &mut Checks) {
     let status = crate::upkeep::status(store);
     let waiting = store.records_without_vector().unwrap_or(0);
     match &status.last_error {
@@ -788,7 +670,7 @@ fn check_upkeep(store: &Store, checks: &mut Checks) {
 }
 
 /// The sync state (see `crate::sync`), when a server is named.
-fn check_sync(store: &Store, checks: &mut Checks) {
+pub(super) fn check_sync(store: &Store, checks: &mut Checks) {
     let status = match crate::sync::status(store) {
         Ok(status) => status,
         Err(e) => {
@@ -824,7 +706,7 @@ fn check_sync(store: &Store, checks: &mut Checks) {
 }
 
 /// The last errors the hooks logged.
-fn check_hooks_log(store: &Path, checks: &mut Checks) {
+pub(super) fn check_hooks_log(store: &Path, checks: &mut Checks) {
     let log = store.join("hooks").join("hooks.log");
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     let errors: Vec<&str> = text.lines().filter(|l| l.contains("error")).collect();
