@@ -89,11 +89,38 @@ pub fn hooks_in(settings: &Value) -> Vec<&'static str> {
 }
 
 /// The settings file in which `hook install` registered the hook
-/// `subcommand` for a session in `project`, if any.
+/// `subcommand` for a session in `project`, if any, and its command can run
+/// (a command naming a binary by a path that no longer exists fails in
+/// Claude Code: the plugin's hook then does the work).
 pub fn install_hook_for(project: Option<&Path>, subcommand: &str) -> Option<PathBuf> {
-    settings_files(project)
+    settings_files(project).into_iter().find(|file| {
+        read_json(file).is_some_and(|v| {
+            commands_of(&v, subcommand).iter().any(|command| {
+                let words = super::claude_code::shell_words(command);
+                words.first().is_some_and(|binary| {
+                    let path = Path::new(binary);
+                    !path.is_absolute() || path.is_file()
+                })
+            })
+        })
+    })
+}
+
+/// The commands of `settings` that run knowledge-db's `hook <subcommand>`.
+fn commands_of(settings: &Value, subcommand: &str) -> Vec<String> {
+    let Some((event, ..)) = HOOKS.iter().find(|(_, _, s, _)| *s == subcommand) else {
+        return Vec::new();
+    };
+    settings["hooks"][*event]
+        .as_array()
         .into_iter()
-        .find(|file| read_json(file).is_some_and(|v| hooks_in(&v).contains(&subcommand)))
+        .flatten()
+        .filter_map(|group| group["hooks"].as_array())
+        .flatten()
+        .filter_map(|h| h["command"].as_str())
+        .filter(|c| is_our_hook(c, subcommand))
+        .map(str::to_string)
+        .collect()
 }
 
 /// The project a hook runs for: `$CLAUDE_PROJECT_DIR` (Claude Code sets it
@@ -299,6 +326,30 @@ mod tests {
         assert_eq!(hooks_in(&settings), vec!["stop", "user-prompt-submit"]);
         assert!(hooks_in(&json!({})).is_empty());
         assert!(hooks_in(&json!({"hooks": []})).is_empty());
+    }
+
+    #[test]
+    fn a_hook_whose_binary_is_gone_does_not_make_the_plugin_step_aside() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let settings = dir.path().join(".claude").join("settings.local.json");
+        std::fs::create_dir_all(settings.parent().expect("parent")).expect("mkdir");
+        let write = |binary: &str| {
+            let value = json!({"hooks": {"Stop": [{"hooks": [{"type": "command",
+                "command": format!("{binary} --store /s hook stop")}]}]}});
+            std::fs::write(&settings, value.to_string()).expect("write");
+        };
+        let binary = dir.path().join("knowledge-db");
+        std::fs::write(&binary, "").expect("binary");
+        write(&binary.to_string_lossy());
+        assert_eq!(
+            install_hook_for(Some(dir.path()), "stop"),
+            Some(settings.clone())
+        );
+        assert_eq!(install_hook_for(Some(dir.path()), "session-end"), None);
+        write("/gone/knowledge-db");
+        assert_eq!(install_hook_for(Some(dir.path()), "stop"), None);
+        write("knowledge-db");
+        assert_eq!(install_hook_for(Some(dir.path()), "stop"), Some(settings));
     }
 
     #[test]
