@@ -108,10 +108,22 @@ fi
 # Messages API stand-in, in a project with the hooks, the skill and the MCP
 # server installed: capture, recall, brief, MCP, skill, compaction, never
 # blocking (22 sessions, 80-130 s on 2 loaded cores).
+# Then the plugin (issue 53): the checkout as a marketplace, installed with
+# `claude plugin install`; the way out (`hook uninstall`, the plugin's).
 if [ -z "$clients_skipped" ]; then
   KNOWLEDGE_DB_BIN="$PWD/target/debug/knowledge-db" \
-    "$KDB_NODE24/node" --test --test-concurrency=1 tests/claude/claude.test.mjs
+    "$KDB_NODE24/node" --test --test-concurrency=1 tests/claude/claude.test.mjs tests/claude/plugin.test.mjs
 else
   echo "test.sh: SKIPPED the real Claude Code tests: $clients_skipped" >&2
 fi
 # ---- end of the real Claude Code block ----
+
+# ---- the wheel (issue 53): built by scripts/build-wheel.py from the debug ----
+# binary above, installed into a fresh virtualenv with no Rust on PATH (< 30 s),
+# then --version, `knowledge-db setup` (PyPI), init, add, search by meaning.
+if [ -z "$clients_skipped" ]; then
+  tests/wheel/test-wheel.sh "$PWD/target/debug/knowledge-db"
+else
+  echo "test.sh: SKIPPED the wheel test (its setup needs PyPI): $clients_skipped" >&2
+fi
+# ---- end of the wheel block ----

@@ -5,7 +5,7 @@
 // in four projects, in turn, N times each: one without knowledge-db; one
 // with the same six hooks registered but each running `cat >/dev/null` (what
 // Claude Code's running of any hook costs); one with `hook install` but its
-// `.mcp.json` removed (the hooks and the skill alone); and one with everything `hook install` writes (the MCP server too,
+// MCP entry removed (the hooks and the skill alone); and one with everything `hook install` writes (the MCP server too,
 // which `claude -p` starts, and waits for, before the first request); the
 // median wall time of each, and each hook's own time as Claude Code's debug
 // log reports it.
@@ -74,9 +74,15 @@ const worlds = {
   hooks: makeWorld("overhead-hooks", { api }),
   full: makeWorld("overhead-full", { api }),
 };
-for (const name of ["noop", "hooks"]) rmSync(join(worlds[name].proj, ".mcp.json"));
+// `hook install` registers the MCP server in the project's local scope of ~/.claude.json.
+for (const name of ["noop", "hooks"]) {
+  const path = join(worlds[name].home, ".claude.json");
+  const config = JSON.parse(readFileSync(path, "utf8"));
+  for (const project of Object.values(config.projects || {})) delete project.mcpServers?.["knowledge-db"];
+  writeFileSync(path, JSON.stringify(config, null, 2));
+}
 {
-  const path = join(worlds.noop.proj, ".claude/settings.json");
+  const path = join(worlds.noop.proj, ".claude/settings.local.json");
   const settings = JSON.parse(readFileSync(path, "utf8"));
   for (const groups of Object.values(settings.hooks)) for (const g of groups) for (const h of g.hooks) h.command = "cat >/dev/null";
   writeFileSync(path, JSON.stringify(settings, null, 2));

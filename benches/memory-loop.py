@@ -6,7 +6,7 @@ off-topic prompts that must get nothing.
 
 1. A throw-away HOME and project; `knowledge-db --store S hook install --dir P`
    (with `--no-history` when the binary knows it). The hook commands are read
-   back from P/.claude/settings.json and run through `sh -c` with the event's
+   back from P/.claude/settings.local.json and run through `sh -c` with the event's
    JSON on stdin, as Claude Code runs them.
 2. Each session of --list (default: the dev sessions of
    dev-sets/agent-questions/transcripts.txt) is written line by line into
@@ -75,7 +75,7 @@ class Install:
         out = self.run(args)
         if out.returncode != 0:
             sys.exit("install failed: " + out.stderr)
-        with open(os.path.join(self.project, ".claude", "settings.json")) as f:
+        with open(os.path.join(self.project, ".claude", "settings.local.json")) as f:
             settings = json.load(f)
         self.hooks = {}
         for event, groups in settings["hooks"].items():

@@ -1,5 +1,6 @@
 //! `knowledge-db hook install`: hooks, skill and MCP registration merged into
-//! Claude Code's configuration files, for a project and for the user.
+//! Claude Code's configuration files, for a project and for the user; and
+//! `hook uninstall`, which takes out exactly that.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -50,7 +51,18 @@ fn install(home: &Path, args: &[&str]) -> assert_cmd::assert::Assert {
         .args(args)
         .env("HOME", home)
         .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("XDG_STATE_HOME")
         .assert()
+}
+
+/// The key Claude Code files `project` under in `~/.claude.json`.
+fn key(project: &Path) -> String {
+    knowledge_db::integrations::claude_code::project_key(project)
+}
+
+/// The MCP entry of `project`'s local scope in HOME/.claude.json.
+fn local_mcp(home: &Path, project: &Path) -> Value {
+    read_json(&home.join(".claude.json"))["projects"][key(project)]["mcpServers"].clone()
 }
 
 fn read_json(path: &Path) -> Value {
@@ -66,10 +78,26 @@ fn project_install_merges_shows_a_diff_and_is_idempotent() {
     let dir = tempfile::tempdir().expect("tmp");
     let project = dir.path().join("project");
     fs::create_dir_all(project.join(".claude")).expect("mkdir");
-    let settings = project.join(".claude/settings.json");
+    let shared = project.join(".claude/settings.json");
+    let settings = project.join(".claude/settings.local.json");
     let mcp = project.join(".mcp.json");
+    let claude_json = dir.path().join(".claude.json");
     let skill = project.join(".claude/skills/knowledge-db/SKILL.md");
-    // Pretty-printed with two spaces, as Claude Code writes its settings.
+    // The team's files, which they commit: never written.
+    fs::write(
+        &shared,
+        "{\n  \"permissions\": {\"allow\": [\"Bash(make)\"]}\n}\n",
+    )
+    .expect("shared");
+    fs::write(
+        &mcp,
+        serde_json::to_string_pretty(
+            &json!({"mcpServers": {"github": {"type": "stdio", "command": "gh-mcp", "args": []}}}),
+        )
+        .expect("json"),
+    )
+    .expect("mcp");
+    // This machine's settings: pretty-printed with two spaces, as Claude Code writes them.
     let existing = json!({
         "permissions": {"allow": ["Bash(npm test)"]},
         "hooks": {
@@ -82,18 +110,16 @@ fn project_install_merges_shows_a_diff_and_is_idempotent() {
         serde_json::to_string_pretty(&existing).expect("json") + "\n",
     )
     .expect("settings");
-    fs::write(
-        &mcp,
-        serde_json::to_string_pretty(
-            &json!({"mcpServers": {"github": {"type": "stdio", "command": "gh-mcp", "args": []}}}),
-        )
-        .expect("json"),
-    )
-    .expect("mcp");
-    let files = [settings.clone(), mcp.clone(), skill.clone()];
+    let files = [
+        settings.clone(),
+        shared.clone(),
+        mcp.clone(),
+        skill.clone(),
+        claude_json.clone(),
+    ];
     let project_arg = project.to_str().expect("utf-8");
 
-    // --dry-run: a diff of all three files, nothing written.
+    // --dry-run: a diff of the files, nothing written.
     let before = snapshot(&files);
     let out = install(
         dir.path(),
@@ -121,10 +147,28 @@ fn project_install_merges_shows_a_diff_and_is_idempotent() {
         "{diff}"
     );
     assert!(diff.contains("+name: knowledge-db"), "{diff}");
-    assert!(diff.contains("+    \"knowledge-db\": {"), "{diff}");
+    assert!(
+        diff.contains(&format!("+++ {}", claude_json.display())),
+        "{diff}"
+    );
+    assert!(diff.contains("\"knowledge-db\": {"), "{diff}");
+    assert!(
+        !diff.contains(&format!("+++ {}", shared.display())),
+        "{diff}"
+    );
+    assert!(!diff.contains(&format!("+++ {}", mcp.display())), "{diff}");
     // Existing lines stay; at most one gains a comma before a new entry.
-    let added: Vec<&str> = diff.lines().filter(|l| l.starts_with('+')).collect();
-    for removed in diff
+    let settings_diff = &diff[diff
+        .find(&format!("+++ {}", settings.display()))
+        .expect("settings diff")..];
+    let settings_diff = &settings_diff[..settings_diff[4..]
+        .find("\n--- ")
+        .map_or(settings_diff.len(), |i| i + 4)];
+    let added: Vec<&str> = settings_diff
+        .lines()
+        .filter(|l| l.starts_with('+'))
+        .collect();
+    for removed in settings_diff
         .lines()
         .filter(|l| l.starts_with('-') && !l.starts_with("---"))
     {
@@ -136,7 +180,17 @@ fn project_install_merges_shows_a_diff_and_is_idempotent() {
     }
     assert_eq!(snapshot(&files), before, "--dry-run wrote something");
 
-    install(dir.path(), &["--dir", project_arg]).success();
+    let out = install(dir.path(), &["--dir", project_arg])
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).expect("utf-8");
+    // The output names the six hooks it registered, not only the files.
+    for (event, ..) in knowledge_db::integrations::claude_code::HOOKS {
+        assert!(text.contains(&format!("  {event}")), "{event}: {text}");
+    }
+    assert!(text.contains("the six hooks"), "{text}");
     let merged = read_json(&settings);
     assert_eq!(merged["permissions"]["allow"][0], "Bash(npm test)");
     assert_eq!(
@@ -155,12 +209,13 @@ fn project_install_merges_shows_a_diff_and_is_idempotent() {
         merged["hooks"]["SessionStart"],
         installed_hooks(&store)["SessionStart"]
     );
-    let servers = read_json(&mcp)["mcpServers"].clone();
-    assert_eq!(servers["github"]["command"], "gh-mcp");
+    // The MCP server is in this project's local scope of ~/.claude.json.
     assert_eq!(
-        servers["knowledge-db"],
+        local_mcp(dir.path(), &project)["knowledge-db"],
         json!({"type": "stdio", "command": binary(), "args": ["--store", store, "mcp"], "env": {}})
     );
+    // The files a team commits are as they were.
+    assert_eq!(snapshot(&files)[1..3], before[1..3]);
     let installed_skill = fs::read_to_string(&skill).expect("skill");
     assert!(
         installed_skill.contains(&format!(
@@ -183,6 +238,7 @@ fn project_install_merges_shows_a_diff_and_is_idempotent() {
     let report: Value = serde_json::from_slice(&out).expect("json");
     assert_eq!(report["changed"], json!([]));
     assert_eq!(report["unchanged"].as_array().expect("list").len(), 3);
+    assert_eq!(report["hooks"].as_array().expect("hooks").len(), 6);
     assert_eq!(snapshot(&files), installed);
     install(dir.path(), &["--dir", project_arg, "--dry-run"])
         .success()
@@ -195,9 +251,11 @@ fn fresh_project_gets_exactly_the_interop_block() {
     let project = dir.path().join("p");
     fs::create_dir_all(&project).expect("mkdir");
     install(dir.path(), &["--dir", project.to_str().expect("utf-8")]).success();
-    let settings = read_json(&project.join(".claude/settings.json"));
+    let settings = read_json(&project.join(".claude/settings.local.json"));
     let store = dir.path().join("store");
     assert_eq!(settings, json!({"hooks": installed_hooks(&store)}));
+    assert!(!project.join(".claude/settings.json").exists());
+    assert!(!project.join(".mcp.json").exists());
     let skill =
         fs::read_to_string(project.join(".claude/skills/knowledge-db/SKILL.md")).expect("skill");
     assert!(skill.starts_with("---\nname: knowledge-db\ndescription: "));
@@ -238,6 +296,7 @@ fn user_install_honours_home_and_claude_config_dir() {
         .args(["hook", "install", "--user"])
         .env("HOME", &home)
         .env("CLAUDE_CONFIG_DIR", &moved)
+        .env_remove("XDG_STATE_HOME")
         .assert()
         .success();
     assert!(moved.join("settings.json").is_file());
@@ -254,17 +313,18 @@ fn invalid_json_is_named_and_nothing_is_written() {
     let dir = tempfile::tempdir().expect("tmp");
     let project = dir.path().join("p");
     fs::create_dir_all(project.join(".claude")).expect("mkdir");
-    let settings = project.join(".claude/settings.json");
+    let settings = project.join(".claude/settings.local.json");
     fs::write(&settings, "{\n  \"hooks\": {,\n}\n").expect("write");
     install(dir.path(), &["--dir", project.to_str().expect("utf-8")])
         .code(1)
-        .stderr(predicates::str::contains("settings.json"))
+        .stderr(predicates::str::contains("settings.local.json"))
         .stderr(predicates::str::contains("line 2"));
     assert_eq!(
         fs::read_to_string(&settings).expect("kept"),
         "{\n  \"hooks\": {,\n}\n"
     );
     assert!(!project.join(".mcp.json").exists());
+    assert!(!dir.path().join(".claude.json").exists());
     assert!(!project.join(".claude/skills").exists());
 }
 
@@ -277,7 +337,7 @@ fn installed_hook_commands_run() {
     let project = dir.path().join("project");
     fs::create_dir_all(&project).expect("mkdir");
     install(dir.path(), &["--dir", project.to_str().expect("utf-8")]).success();
-    let settings = read_json(&project.join(".claude/settings.json"));
+    let settings = read_json(&project.join(".claude/settings.local.json"));
     let transcript = dir.path().join("session.jsonl");
     fs::write(
         &transcript,
@@ -356,14 +416,17 @@ fn an_earlier_install_is_brought_up_to_date() {
     .expect("mcp");
     install(dir.path(), &["--dir", project.to_str().expect("utf-8")]).success();
     let store = dir.path().join("store");
-    let settings = read_json(&project.join(".claude/settings.json"));
+    let settings = read_json(&project.join(".claude/settings.local.json"));
     assert_eq!(
         settings["hooks"],
         installed_hooks(&store),
         "replaced, not added beside"
     );
+    // Moved out of the files teams commit (they held nothing else).
+    assert!(!project.join(".claude/settings.json").exists());
+    assert!(!project.join(".mcp.json").exists());
     assert_eq!(
-        read_json(&project.join(".mcp.json"))["mcpServers"]["knowledge-db"]["args"],
+        local_mcp(dir.path(), &project)["knowledge-db"]["args"],
         json!(["--store", store, "mcp"])
     );
 }
@@ -398,6 +461,8 @@ fn doctor_passes_a_fresh_install_and_names_what_breaks() {
             .expect("binary")
             .env("KNOWLEDGE_DB_UPKEEP", "off")
             .env("HOME", dir.path())
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("CLAUDE_CONFIG_DIR")
             .args(["hook", "doctor", "--dir", p, "--json"])
             .output()
             .expect("run");
@@ -427,6 +492,7 @@ fn doctor_passes_a_fresh_install_and_names_what_breaks() {
     let healthy = doctor(true);
     assert_eq!(healthy["store"], json!(dir.path().join("store")));
     for name in [
+        "installed",
         "settings",
         "store",
         "hook post-tool-use runs",
@@ -457,7 +523,7 @@ fn doctor_passes_a_fresh_install_and_names_what_breaks() {
     )
     .expect("log");
     fs::remove_file(project.join(".claude/skills/knowledge-db/SKILL.md")).expect("rm");
-    let settings = project.join(".claude/settings.json");
+    let settings = project.join(".claude/settings.local.json");
     let text = fs::read_to_string(&settings)
         .expect("settings")
         .replace(&binary().display().to_string(), "/gone/knowledge-db");
@@ -485,10 +551,11 @@ fn a_binary_under_another_name_is_installed_once_however_often_install_runs() {
             .arg(&project)
             .env("HOME", home.path())
             .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("XDG_STATE_HOME")
             .assert()
             .success();
     }
-    let settings = read_json(&project.join(".claude/settings.json"));
+    let settings = read_json(&project.join(".claude/settings.local.json"));
     for (event, groups) in settings["hooks"].as_object().expect("hooks") {
         let commands: usize = groups
             .as_array()

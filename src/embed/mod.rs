@@ -47,8 +47,10 @@ pub const DRAFT_MODEL_ORT: &str = "model-int8.ort";
 /// The ONNX Runtime library file the setup script installs.
 pub const RUNTIME_FILE: &str = "libonnxruntime.so.1.24.4";
 
-/// The command that installs the model and runtime, for error messages.
-pub const SETUP_COMMAND: &str = "scripts/setup-model.sh";
+/// The command that installs the model and runtime, for error messages
+/// (`knowledge-db setup` runs the checkout's `scripts/setup-model.sh`,
+/// which it carries).
+pub const SETUP_COMMAND: &str = "knowledge-db setup";
 
 /// Why an embedder could not be loaded or could not embed.
 #[derive(Debug, thiserror::Error)]
@@ -56,7 +58,7 @@ pub enum EmbedError {
     /// A file the embedder needs is not there.
     #[error(
         "the embedding model is not installed ({what} missing at {}); run `{SETUP_COMMAND}` \
-         or set KNOWLEDGE_DB_MODEL_DIR and ORT_DYLIB_PATH",
+         (in a checkout: scripts/setup-model.sh) or set KNOWLEDGE_DB_MODEL_DIR and ORT_DYLIB_PATH",
         path.display()
     )]
     NotInstalled {

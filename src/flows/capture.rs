@@ -120,6 +120,11 @@ pub struct BackfillReport {
     pub stored: usize,
     /// Messages already stored as read.
     pub unchanged: usize,
+    /// Files an earlier ingest had read: only what they gained since was
+    /// read this time (so `messages` counts the new messages only).
+    pub files_read_before: usize,
+    /// Message records the store holds when it finished (earlier ones too).
+    pub messages_in_store: u64,
     /// Records waiting for a vector when it finished (the upkeep embeds them).
     pub without_vector: u64,
     /// Wall-clock seconds.
@@ -168,6 +173,7 @@ pub fn backfill(
         )?;
         report.bytes_read += ingested.bytes_read;
         report.messages += ingested.messages;
+        report.files_read_before += ingested.files.iter().filter(|f| f.start_offset > 0).count();
         if let Some(written) = &ingested.store {
             report.stored += written.added + written.updated;
             report.unchanged += written.unchanged;
@@ -175,6 +181,13 @@ pub fn backfill(
     }
     progress(files.len(), files.len());
     report.without_vector = store.records_without_vector()?;
+    report.messages_in_store = store
+        .l2_stats()?
+        .counts
+        .by_kind
+        .get("message")
+        .copied()
+        .unwrap_or(0);
     if report.without_vector > 0 {
         crate::upkeep::nudge(store, Some(report.without_vector));
     }

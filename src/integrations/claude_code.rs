@@ -2,13 +2,20 @@
 //!
 //! Three things go in, each into the file Claude Code reads it from
 //! (`interop.md`, section 2):
-//! - the hooks into `settings.json`: capture (`Stop`, `SessionEnd`, and the
+//! - the hooks into a settings file: capture (`Stop`, `SessionEnd`, and the
 //!   compression loop's `PostToolUse` and `PreCompact`), recall
 //!   (`UserPromptSubmit`, `SessionStart` at startup and resume) and the
 //!   preservation block (`SessionStart` after a compaction);
 //! - the skill, `skills/knowledge-db/SKILL.md`;
-//! - the MCP server registration, `mcpServers.knowledge-db`, into `.mcp.json`
-//!   (project) or `~/.claude.json` (user).
+//! - the MCP server registration, `mcpServers.knowledge-db`, into
+//!   `~/.claude.json` (a project's local scope, or the user's).
+//!
+//! Every command names this binary and this store by absolute path, which
+//! are this machine's: so a project's hooks go into `.claude/settings.local.json`
+//! and its MCP entry into the project's local scope of `~/.claude.json`, never
+//! into `.claude/settings.json` or `.mcp.json`, which teams commit (entries an
+//! earlier release wrote there are moved out), and in a git work tree
+//! `.git/info/exclude` keeps the settings file and the skill out of git.
 //!
 //! Installing merges: an existing file is parsed, our entries are added where
 //! they are missing, and everything else (other hooks, other servers, unknown
@@ -26,7 +33,7 @@ use crate::error::{Error, Result};
 
 /// The skill file as written in the source, with `knowledge-db <command>`
 /// where the installed skill has the binary and store (see [`Install`]).
-pub const SKILL_MD: &str = include_str!("skill/SKILL.md");
+pub const SKILL_MD: &str = include_str!("../../plugin/skills/knowledge-db/SKILL.md");
 
 /// Name of the skill folder and of the MCP server entry.
 pub const NAME: &str = "knowledge-db";
@@ -193,8 +200,17 @@ pub fn is_our_hook(command: &str, subcommand: &str) -> bool {
 /// Where to install.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scope {
-    /// A project folder: `.claude/settings.json`, `.claude/skills/`, `.mcp.json`.
-    Project(PathBuf),
+    /// A project folder: the hooks in `.claude/settings.local.json`, the skill
+    /// in `.claude/skills/`, the MCP server in this project's local scope of
+    /// `~/.claude.json` (as `claude mcp add` does by default).
+    Project {
+        /// The project folder.
+        dir: PathBuf,
+        /// The home folder (`$HOME`).
+        home: PathBuf,
+        /// `$CLAUDE_CONFIG_DIR`, when set.
+        config_dir: Option<PathBuf>,
+    },
     /// The user's configuration: `$CLAUDE_CONFIG_DIR` (else `~/.claude`) for
     /// settings and skills; `~/.claude.json` (or `$CLAUDE_CONFIG_DIR/.claude.json`)
     /// for MCP servers.
@@ -206,81 +222,122 @@ pub enum Scope {
     },
 }
 
+fn home_and_config_dir() -> Result<(PathBuf, Option<PathBuf>)> {
+    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let home = env("HOME")
+        .map(PathBuf::from)
+        .or_else(dirs::home_dir)
+        .ok_or_else(|| Error::Usage("cannot tell the home folder: set $HOME".into()))?;
+    Ok((home, env("CLAUDE_CONFIG_DIR").map(PathBuf::from)))
+}
+
 impl Scope {
     /// The user scope from `$HOME` and `$CLAUDE_CONFIG_DIR`.
     pub fn user_from_env() -> Result<Scope> {
-        let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-        let home = env("HOME")
-            .map(PathBuf::from)
-            .or_else(dirs::home_dir)
-            .ok_or_else(|| Error::Usage("cannot tell the home folder: set $HOME".into()))?;
-        Ok(Scope::User {
+        let (home, config_dir) = home_and_config_dir()?;
+        Ok(Scope::User { home, config_dir })
+    }
+
+    /// The scope of the project folder `dir`, with `$HOME` and
+    /// `$CLAUDE_CONFIG_DIR` (where its MCP entry goes).
+    pub fn project_from_env(dir: &Path) -> Result<Scope> {
+        let (home, config_dir) = home_and_config_dir()?;
+        Ok(Scope::Project {
+            dir: absolute(dir)?,
             home,
-            config_dir: env("CLAUDE_CONFIG_DIR").map(PathBuf::from),
+            config_dir,
         })
     }
 }
 
-/// The three files an install touches.
+/// The files an install touches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Targets {
-    /// Claude Code's settings file, where the hooks go.
+    /// Claude Code's settings file, where the hooks go (a project's
+    /// `.claude/settings.local.json`: this machine's, never shared).
     pub settings: PathBuf,
     /// The skill's `SKILL.md`.
     pub skill: PathBuf,
-    /// The file the MCP server is registered in (`.mcp.json` or `.claude.json`).
+    /// The file the MCP server is registered in (`.claude.json`).
     pub mcp: PathBuf,
+    /// The key of `projects` in `.claude.json` whose `mcpServers` hold the
+    /// entry (a project's local scope); `None`: the top-level `mcpServers`.
+    pub mcp_project: Option<String>,
+    /// Where releases before this one put the hooks (`.claude/settings.json`,
+    /// which teams commit): our entries there are moved out.
+    pub legacy_settings: Option<PathBuf>,
+    /// Where releases before this one put the MCP server (`.mcp.json`).
+    pub legacy_mcp: Option<PathBuf>,
+    /// The project folder (project scope).
+    pub project: Option<PathBuf>,
 }
 
 impl Targets {
     /// The files of `scope`.
     pub fn for_scope(scope: &Scope) -> Targets {
+        let claude_json = |home: &Path, config_dir: &Option<PathBuf>| match config_dir {
+            Some(dir) => dir.join(".claude.json"),
+            None => home.join(".claude.json"),
+        };
         match scope {
-            Scope::Project(dir) => Targets {
-                settings: dir.join(".claude").join("settings.json"),
+            Scope::Project {
+                dir,
+                home,
+                config_dir,
+            } => Targets {
+                settings: dir.join(".claude").join("settings.local.json"),
                 skill: dir
                     .join(".claude")
                     .join("skills")
                     .join(NAME)
                     .join("SKILL.md"),
-                mcp: dir.join(".mcp.json"),
+                mcp: claude_json(home, config_dir),
+                mcp_project: Some(project_key(dir)),
+                legacy_settings: Some(dir.join(".claude").join("settings.json")),
+                legacy_mcp: Some(dir.join(".mcp.json")),
+                project: Some(dir.clone()),
             },
             Scope::User { home, config_dir } => {
                 let claude = config_dir.clone().unwrap_or_else(|| home.join(".claude"));
-                let mcp = match config_dir {
-                    Some(dir) => dir.join(".claude.json"),
-                    None => home.join(".claude.json"),
-                };
                 Targets {
                     settings: claude.join("settings.json"),
                     skill: claude.join("skills").join(NAME).join("SKILL.md"),
-                    mcp,
+                    mcp: claude_json(home, config_dir),
+                    mcp_project: None,
+                    legacy_settings: None,
+                    legacy_mcp: None,
+                    project: None,
                 }
             }
         }
     }
+
+    /// The `mcpServers` object the entry goes into, within `.claude.json`.
+    pub fn mcp_servers<'a>(&self, config: &'a Value) -> Option<&'a Value> {
+        match &self.mcp_project {
+            Some(key) => config.get("projects")?.get(key)?.get("mcpServers"),
+            None => config.get("mcpServers"),
+        }
+    }
+
+    /// Where the MCP entry is, in words.
+    pub fn mcp_place(&self) -> String {
+        match &self.mcp_project {
+            Some(key) => format!("{} (the local scope of {key})", self.mcp.display()),
+            None => self.mcp.display().to_string(),
+        }
+    }
 }
 
-/// One file's change: its text before (if it exists) and after.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileChange {
-    /// The file.
-    pub path: PathBuf,
-    /// Its text before the change; `None` when it does not exist yet.
-    pub before: Option<String>,
-    /// Its text after the change.
-    pub after: String,
-}
-
-/// The changes an install would make; empty when everything is in place.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Plan {
-    /// Files to write.
-    pub changes: Vec<FileChange>,
-    /// Files already as they should be.
-    pub unchanged: Vec<PathBuf>,
-    /// Things left alone that the user should know (a server entry of their own).
-    pub notes: Vec<String>,
+/// The key Claude Code files a project under in `.claude.json`: the root of
+/// the git work tree holding `dir`, else `dir` (both with symlinks resolved).
+pub fn project_key(dir: &Path) -> String {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let root = dir
+        .ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(&dir);
+    root.to_string_lossy().into_owned()
 }
 
 /// Works out what installing into `targets` changes, reading but not writing.
@@ -290,102 +347,106 @@ pub fn plan(targets: &Targets, install: &Install) -> Result<Plan> {
     let merged = merge_json(&targets.settings, settings.as_deref(), |object, path| {
         add_hooks(object, path, install)
     })?;
-    plan.consider(&targets.settings, settings, merged);
+    plan.consider(&targets.settings, Part::Hooks, settings, merged);
+    if let Some(legacy) = &targets.legacy_settings {
+        let text = read(legacy)?;
+        if text.is_some() {
+            let cleaned = merge_json(legacy, text.as_deref(), |object, path| {
+                Ok(!super::uninstall::remove_hooks(object, path, &[])?.is_empty())
+            })?;
+            plan.consider_removal(legacy, Part::LegacyHooks, text, cleaned);
+        }
+    }
     let skill = read(&targets.skill)?;
     let wanted_skill = install.skill();
     let wanted = (skill.as_deref() != Some(wanted_skill.as_str())).then_some(wanted_skill);
-    plan.consider(&targets.skill, skill, wanted);
+    plan.consider(&targets.skill, Part::Skill, skill, wanted);
     let mcp = read(&targets.mcp)?;
     let mut notes = Vec::new();
+    let project = targets.mcp_project.as_deref();
     let merged = merge_json(&targets.mcp, mcp.as_deref(), |object, path| {
-        add_mcp_server(object, path, install, &mut notes)
+        add_mcp_server(object, path, project, install, &mut notes)
     })?;
-    plan.consider(&targets.mcp, mcp, merged);
+    plan.consider(&targets.mcp, Part::Mcp, mcp, merged);
+    if let Some(legacy) = &targets.legacy_mcp {
+        let text = read(legacy)?;
+        if text.is_some() {
+            let cleaned = merge_json(legacy, text.as_deref(), |object, path| {
+                super::uninstall::remove_mcp_server(object, path, None)
+            })?;
+            plan.consider_removal(legacy, Part::LegacyMcp, text, cleaned);
+        }
+    }
+    if let Some(project) = &targets.project {
+        if let Some((exclude, lines)) = git_exclude_lines(project, targets) {
+            let text = read(&exclude)?;
+            let current = text.clone().unwrap_or_default();
+            let missing: Vec<&String> = lines
+                .iter()
+                .filter(|l| !current.lines().any(|c| c.trim() == l.as_str()))
+                .collect();
+            if !missing.is_empty() {
+                let mut after = current.clone();
+                if !after.is_empty() && !after.ends_with('\n') {
+                    after.push('\n');
+                }
+                after.push_str(GIT_EXCLUDE_MARK);
+                after.push('\n');
+                for line in missing {
+                    after.push_str(line);
+                    after.push('\n');
+                }
+                plan.changes.push(FileChange {
+                    path: exclude,
+                    part: Part::GitExclude,
+                    before: text,
+                    after: Some(after),
+                });
+            }
+        }
+    }
     plan.notes = notes;
     Ok(plan)
 }
 
-impl Plan {
-    fn consider(&mut self, path: &Path, before: Option<String>, after: Option<String>) {
-        match after {
-            Some(after) => self.changes.push(FileChange {
-                path: path.to_path_buf(),
-                before,
-                after,
-            }),
-            None => self.unchanged.push(path.to_path_buf()),
-        }
-    }
+/// The comment above the lines `hook install` adds to `.git/info/exclude`.
+pub const GIT_EXCLUDE_MARK: &str =
+    "# knowledge-db hook install: this machine's files (hook uninstall removes these lines)";
 
-    /// Writes every change, each atomically (temporary file, fsync, rename).
-    pub fn apply(&self) -> Result<()> {
-        for change in &self.changes {
-            // The user's own files keep their permissions (knowledge-db makes
-            // its own files owner-only, not Claude Code's configuration).
-            let before = std::fs::metadata(&change.path)
-                .ok()
-                .map(|m| m.permissions());
-            write_atomically(&change.path, change.after.as_bytes())?;
-            if let Some(permissions) = before {
-                std::fs::set_permissions(&change.path, permissions)
-                    .map_err(|e| Error::io(&change.path, e))?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The changes as a unified diff.
-    pub fn diff(&self) -> String {
-        self.changes
-            .iter()
-            .map(|c| unified_diff(&c.path, c.before.as_deref().unwrap_or(""), &c.after))
-            .collect()
-    }
-}
-
-fn read(path: &Path) -> Result<Option<String>> {
-    match fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(path, e)),
-    }
-}
-
-/// Parses `text` (absent or blank: `{}`), lets `edit` add to it, and returns the
-/// new text if `edit` changed anything.
-fn merge_json(
-    path: &Path,
-    text: Option<&str>,
-    edit: impl FnOnce(&mut Map<String, Value>, &Path) -> Result<bool>,
-) -> Result<Option<String>> {
-    let mut value: Value = match text {
-        Some(t) if !t.trim().is_empty() => serde_json::from_str(t).map_err(|e| Error::Config {
-            path: path.to_path_buf(),
-            message: format!(
-                "not valid JSON at line {}, column {}: {e}; fix or move the file, nothing was written",
-                e.line(),
-                e.column()
-            ),
-        })?,
-        _ => json!({}),
+/// `.git/info/exclude` of the git work tree holding `project` and the
+/// patterns that keep the machine-specific files out of git (the settings
+/// file and the skill folder, relative to the work tree's root); `None`
+/// outside a git work tree or without git.
+pub fn git_exclude_lines(project: &Path, targets: &Targets) -> Option<(PathBuf, Vec<String>)> {
+    let git = |args: &[&str]| -> Option<String> {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(project)
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+            .filter(|s| !s.is_empty())
     };
-    let Value::Object(object) = &mut value else {
-        return Err(not_object(path, "the file"));
+    let top = PathBuf::from(git(&["rev-parse", "--show-toplevel"])?);
+    let exclude = PathBuf::from(git(&["rev-parse", "--git-path", "info/exclude"])?);
+    let exclude = if exclude.is_absolute() {
+        exclude
+    } else {
+        project.join(exclude)
     };
-    if !edit(object, path)? {
-        return Ok(None);
-    }
-    let mut out = serde_json::to_string_pretty(&value)
-        .map_err(|e| Error::io(path, std::io::Error::other(e)))?;
-    out.push('\n');
-    Ok(Some(out))
-}
-
-fn not_object(path: &Path, what: &str) -> Error {
-    Error::Config {
-        path: path.to_path_buf(),
-        message: format!("{what} is not a JSON object; nothing was written"),
-    }
+    let top = top.canonicalize().unwrap_or(top);
+    let project_real = project.canonicalize().ok()?;
+    // The files may not exist yet: their place is taken through the project.
+    let rel = |p: &Path| -> Option<String> {
+        let full = project_real.join(p.strip_prefix(project).ok()?);
+        Some(full.strip_prefix(&top).ok()?.to_string_lossy().into_owned())
+    };
+    let settings_line = format!("/{}", rel(&targets.settings)?);
+    let skill_line = format!("/{}/", rel(targets.skill.parent()?)?);
+    Some((exclude, vec![settings_line, skill_line]))
 }
 
 /// Puts each of [`HOOKS`] in place: an entry an earlier install wrote (any
@@ -482,14 +543,11 @@ fn set_matcher(group: &mut Value, matcher: Option<&str>) {
 fn add_mcp_server(
     config: &mut Map<String, Value>,
     path: &Path,
+    project: Option<&str>,
     install: &Install,
     notes: &mut Vec<String>,
 ) -> Result<bool> {
-    let servers = config
-        .entry("mcpServers")
-        .or_insert_with(|| json!({}))
-        .as_object_mut()
-        .ok_or_else(|| not_object(path, "`mcpServers`"))?;
+    let servers = servers_mut(config, path, project)?;
     let wanted = match servers.get(NAME) {
         None => install.mcp_entry(&[]),
         Some(existing) => {
@@ -529,6 +587,44 @@ fn add_mcp_server(
     Ok(true)
 }
 
+/// The `mcpServers` object of `config` (of its `projects[project]` when a
+/// project is named), created when missing.
+pub fn servers_mut<'a>(
+    config: &'a mut Map<String, Value>,
+    path: &Path,
+    project: Option<&str>,
+) -> Result<&'a mut Map<String, Value>> {
+    let holder = match project {
+        Some(key) => config
+            .entry("projects")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .ok_or_else(|| not_object(path, "`projects`"))?
+            .entry(key)
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .ok_or_else(|| not_object(path, &format!("`projects.{key}`")))?,
+        None => config,
+    };
+    holder
+        .entry("mcpServers")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+        .ok_or_else(|| not_object(path, "`mcpServers`"))
+}
+
+/// Whether an `mcpServers` entry is one `hook install` wrote: a knowledge-db
+/// binary whose last argument is `mcp`.
+pub fn is_our_mcp_entry(entry: &Value) -> bool {
+    let command = entry["command"].as_str().unwrap_or_default();
+    Path::new(command).file_name().is_some_and(|n| n == NAME)
+        && entry["args"]
+            .as_array()
+            .and_then(|a| a.last())
+            .and_then(Value::as_str)
+            == Some("mcp")
+}
+
 /// The arguments of an earlier `... [--store S] [options] mcp` entry other
 /// than the store and the subcommand.
 fn extra_mcp_args(args: &[String]) -> Vec<String> {
@@ -544,89 +640,9 @@ fn extra_mcp_args(args: &[String]) -> Vec<String> {
     out
 }
 
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    crate::files::replace(path, bytes, crate::files::Durability::Durable)
-}
-
-/// A unified diff of two texts (whole-file line LCS; config files are small),
-/// with three lines of context around each change.
-pub fn unified_diff(path: &Path, before: &str, after: &str) -> String {
-    let a: Vec<&str> = before.lines().collect();
-    let b: Vec<&str> = after.lines().collect();
-    let ops = line_ops(&a, &b);
-    let mut out = format!(
-        "--- {}\n+++ {}\n",
-        if before.is_empty() {
-            "/dev/null".to_string()
-        } else {
-            path.display().to_string()
-        },
-        path.display()
-    );
-    const CONTEXT: usize = 3;
-    let changed: Vec<usize> = (0..ops.len()).filter(|&i| ops[i].0 != ' ').collect();
-    let mut i = 0;
-    while i < changed.len() {
-        let start = changed[i].saturating_sub(CONTEXT);
-        let mut end = (changed[i] + CONTEXT + 1).min(ops.len());
-        while i + 1 < changed.len() && changed[i + 1] < end + CONTEXT {
-            i += 1;
-            end = (changed[i] + CONTEXT + 1).min(ops.len());
-        }
-        let (old_start, new_start) = positions(&ops[..start]);
-        let (old_len, new_len) = positions(&ops[start..end]);
-        out.push_str(&format!(
-            "@@ -{},{} +{},{} @@\n",
-            old_start + usize::from(old_len > 0),
-            old_len,
-            new_start + usize::from(new_len > 0),
-            new_len
-        ));
-        for (mark, line) in &ops[start..end] {
-            out.push_str(&format!("{mark}{line}\n"));
-        }
-        i += 1;
-    }
-    out
-}
-
-/// Lines counted on the old and the new side of `ops`.
-fn positions(ops: &[(char, &str)]) -> (usize, usize) {
-    let old = ops.iter().filter(|(m, _)| *m != '+').count();
-    let new = ops.iter().filter(|(m, _)| *m != '-').count();
-    (old, new)
-}
-
-/// Edit script from `a` to `b`: (' ', kept), ('-', removed), ('+', added).
-fn line_ops<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<(char, &'a str)> {
-    let (n, m) = (a.len(), b.len());
-    let mut lcs = vec![vec![0u32; m + 1]; n + 1];
-    for i in (0..n).rev() {
-        for j in (0..m).rev() {
-            lcs[i][j] = if a[i] == b[j] {
-                lcs[i + 1][j + 1] + 1
-            } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
-            };
-        }
-    }
-    let (mut i, mut j) = (0, 0);
-    let mut ops = Vec::with_capacity(n + m);
-    while i < n || j < m {
-        if i < n && j < m && a[i] == b[j] {
-            ops.push((' ', a[i]));
-            i += 1;
-            j += 1;
-        } else if i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1]) {
-            ops.push(('-', a[i]));
-            i += 1;
-        } else {
-            ops.push(('+', b[j]));
-            j += 1;
-        }
-    }
-    ops
-}
+pub use super::diff::unified_diff;
+use super::plan::not_object;
+pub use super::plan::{is_empty_config, merge_json, read, FileChange, Part, Plan};
 
 #[cfg(test)]
 mod tests {
@@ -712,7 +728,7 @@ mod tests {
         let run = |text: &str| {
             let mut notes = Vec::new();
             let out = merge_json(Path::new(".mcp.json"), Some(text), |o, p| {
-                add_mcp_server(o, p, &install(), &mut notes)
+                add_mcp_server(o, p, None, &install(), &mut notes)
             })
             .expect("merge");
             (out, notes)
@@ -770,7 +786,7 @@ mod tests {
         let error = merge_json(
             Path::new("x/.mcp.json"),
             Some("{\"mcpServers\": "),
-            |o, p| add_mcp_server(o, p, &install(), &mut Vec::new()),
+            |o, p| add_mcp_server(o, p, None, &install(), &mut Vec::new()),
         )
         .expect_err("invalid");
         let text = error.to_string();
@@ -783,18 +799,5 @@ mod tests {
         })
         .expect_err("hooks not an object");
         assert!(error.to_string().contains("`hooks`"));
-    }
-
-    #[test]
-    fn diff_marks_added_and_removed_lines() {
-        let diff = unified_diff(Path::new("f"), "a\nb\nc\n", "a\nB\nc\nd\n");
-        assert!(diff.contains("-b\n+B\n"), "{diff}");
-        assert!(diff.contains("+d\n"), "{diff}");
-        assert!(diff.contains("@@ -1,3 +1,4 @@"), "{diff}");
-        let new_file = unified_diff(Path::new("f"), "", "x\n");
-        assert!(
-            new_file.starts_with("--- /dev/null\n+++ f\n@@ -0,0 +1,1 @@\n+x\n"),
-            "{new_file}"
-        );
     }
 }

@@ -6,7 +6,8 @@
 // Edit and a subagent, from Claude Code's own transcript), recall (the right
 // session, nothing off topic, nothing with KNOWLEDGE_DB_RECALL=off), the
 // brief on startup and on --resume/--continue, the MCP server Claude Code
-// starts from .mcp.json, the /knowledge-db skill, compaction (manual and
+// starts from the project's local scope of ~/.claude.json (where `hook
+// install` registers it), the /knowledge-db skill, compaction (manual and
 // automatic) with the preservation block, and sessions that complete when the
 // store is locked, the binary gone or the store corrupt.
 //
@@ -161,10 +162,12 @@ test("recall: a later session's first request carries the recalled block naming 
   assert.equal(w.hooksLog(), "", "no hook failed");
 });
 
-test("MCP: Claude Code starts the .mcp.json server; a memory_search tool call returns hits in the next request's tool_result", { skip: SKIP }, async () => {
+test("MCP: Claude Code starts the server `hook install` registered in the project's local scope; a memory_search tool call returns hits in the next request's tool_result", { skip: SKIP }, async () => {
   const w = world("mcp");
-  // What approving the project's server in Claude Code's dialog writes.
-  writeFileSync(join(w.proj, ".claude/settings.local.json"), JSON.stringify({ enabledMcpjsonServers: ["knowledge-db"] }, null, 2));
+  // Registered where `claude mcp add` puts a project's private server, not in .mcp.json.
+  assert.ok(!existsSync(join(w.proj, ".mcp.json")));
+  const local = JSON.parse(readFileSync(join(w.home, ".claude.json"), "utf8")).projects;
+  assert.ok(Object.values(local).some((p) => p.mcpServers?.["knowledge-db"]), JSON.stringify(local));
   const work = retryWork(w);
   const first = await session(w, work.prompt, work.script);
   const s = await session(w, "search the memory for the backoff import", {

@@ -145,13 +145,15 @@ export function makeWorld(name, { api, install = true, bin = BIN, copyBin = fals
 /**
  * The hook runs Claude Code's debug log reports:
  * [{event, matcher, command, status, ms}] from lines like
- * `Hooks: PostToolUse:Bash [cmd] finished with status 0 (47ms)` and
+ * `Hooks: PostToolUse:Bash [cmd] finished with status 0 (47ms)` (a plugin's
+ * hook: `[cmd] (plugin id) finished …`) and
  * `SessionEnd:other [cmd] completed with status 0`.
  */
 export function hookRuns(debugFile) {
   if (!existsSync(debugFile)) return [];
   const runs = [];
-  const re = /(?:Hooks: |\] )([A-Za-z]+)(?::([^ \]]+))? \[([^\]]+)\] (?:finished|completed) with status (-?\d+)(?: \((\d+)ms\))?/;
+  // A plugin's hook adds its id: `… [cmd] (plugin knowledge-db@knowledge-db) finished …`.
+  const re = /(?:Hooks: |\] )([A-Za-z]+)(?::([^ \]]+))? \[([^\]]+)\](?: \(plugin [^)]*\))? (?:finished|completed) with status (-?\d+)(?: \((\d+)ms\))?/;
   for (const line of readFileSync(debugFile, "utf8").split("\n")) {
     const m = re.exec(line);
     if (m && !/cc-plugin/.test(m[3])) runs.push({ event: m[1], matcher: m[2] || null, command: m[3], status: Number(m[4]), ms: m[5] ? Number(m[5]) : null });

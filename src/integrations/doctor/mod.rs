@@ -19,7 +19,10 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::claude_code::{is_our_hook, shell_words, Install, Targets, HOOKS, NAME};
+use super::registration::{PluginState, Registrations};
 use crate::store::Store;
+
+mod plugin;
 
 /// Longest a checked command may run.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
@@ -61,10 +64,16 @@ pub struct DoctorReport {
     pub checks: Vec<Check>,
 }
 
-struct Checks(Vec<Check>);
+pub(super) struct Checks(Vec<Check>);
 
 impl Checks {
-    fn push(&mut self, name: &str, outcome: Outcome, detail: String, fix: Option<String>) {
+    pub(super) fn push(
+        &mut self,
+        name: &str,
+        outcome: Outcome,
+        detail: String,
+        fix: Option<String>,
+    ) {
         self.0.push(Check {
             name: name.to_string(),
             outcome,
@@ -73,15 +82,15 @@ impl Checks {
         });
     }
 
-    fn ok(&mut self, name: &str, detail: String) {
+    pub(super) fn ok(&mut self, name: &str, detail: String) {
         self.push(name, Outcome::Ok, detail, None);
     }
 
-    fn warn(&mut self, name: &str, detail: String, fix: &str) {
+    pub(super) fn warn(&mut self, name: &str, detail: String, fix: &str) {
         self.push(name, Outcome::Warn, detail, Some(fix.to_string()));
     }
 
-    fn fail(&mut self, name: &str, detail: String, fix: &str) {
+    pub(super) fn fail(&mut self, name: &str, detail: String, fix: &str) {
         self.push(name, Outcome::Fail, detail, Some(fix.to_string()));
     }
 }
@@ -93,6 +102,48 @@ const REINSTALL: &str =
 /// no installed command names one.
 pub fn doctor(targets: &Targets, fallback_store: &Path) -> DoctorReport {
     let mut checks = Checks(Vec::new());
+    let registrations = Registrations::find(targets.project.as_deref());
+    let by_install = registrations
+        .install
+        .iter()
+        .any(|(file, _)| *file == targets.settings);
+    let plugin = registrations.plugin.clone().filter(PluginState::active);
+    let elsewhere = !by_install && !registrations.install.is_empty();
+    match (by_install || elsewhere, &plugin) {
+        (false, None) => {
+            checks.fail(
+                "installed",
+                registrations.describe(),
+                "`knowledge-db hook install` (--user for every project), or the plugin: \
+                 `claude plugin install knowledge-db@knowledge-db`",
+            );
+            return DoctorReport {
+                ok: false,
+                store: None,
+                checks: checks.0,
+            };
+        }
+        // The plugin's hooks cannot be given --store: they use
+        // $KNOWLEDGE_DB_HOME, else the default store.
+        (false, Some(plugin)) => {
+            return plugin::doctor_plugin(plugin, &registrations, &crate::store::default_root())
+        }
+        (true, Some(_)) => checks.warn(
+            "installed",
+            registrations.describe(),
+            "keep one: `knowledge-db hook uninstall`, or `claude plugin uninstall knowledge-db@knowledge-db`",
+        ),
+        (true, None) if elsewhere => checks.warn(
+            "installed",
+            format!(
+                "{}; not in {}, where this scope's install puts them",
+                registrations.describe(),
+                targets.settings.display()
+            ),
+            "run `knowledge-db hook install` (it moves hooks an earlier release put in a shared file)",
+        ),
+        (true, None) => checks.ok("installed", registrations.describe()),
+    }
     let commands = check_settings(targets, &mut checks);
     let store = commands
         .iter()
@@ -223,7 +274,14 @@ fn check_settings(targets: &Targets, checks: &mut Checks) -> Vec<(String, Vec<St
     found
 }
 
-fn check_store(store: &Path, checks: &mut Checks) {
+pub(super) fn check_store(store: &Path, checks: &mut Checks) {
+    if !store.join("config.toml").is_file() {
+        return checks.warn(
+            "store",
+            format!("no store at {} yet", store.display()),
+            "the first hook creates it; or run `knowledge-db --store <store> init`",
+        );
+    }
     let modes = crate::tiers::verify::file_modes(store);
     if modes.warning && store.exists() {
         checks.warn(
@@ -267,7 +325,7 @@ fn check_store(store: &Path, checks: &mut Checks) {
 
 /// Runs a hook command as Claude Code does (`sh -c`, JSON on stdin) on a
 /// throw-away session, then removes that session's files.
-fn check_hook_runs(event: &str, words: &[String], store: &Path, checks: &mut Checks) {
+pub(super) fn check_hook_runs(event: &str, words: &[String], store: &Path, checks: &mut Checks) {
     let name = format!("{} runs", words[words.len() - 2..].join(" "));
     let Ok(dir) = tempfile::tempdir() else {
         checks.warn(
@@ -447,15 +505,25 @@ fn check_mcp(targets: &Targets, checks: &mut Checks) {
     let entry = std::fs::read_to_string(path)
         .ok()
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .and_then(|v| v["mcpServers"][NAME].as_object().cloned());
+        .and_then(|v| targets.mcp_servers(&v)?.get(NAME)?.as_object().cloned());
     let Some(entry) = entry else {
         checks.fail(
             "mcp",
-            format!("{}: no mcpServers.{NAME}", path.display()),
+            format!("{}: no mcpServers.{NAME}", targets.mcp_place()),
             REINSTALL,
         );
         return;
     };
+    check_mcp_entry(&entry, &[], checks);
+}
+
+/// Starts the server an `mcpServers` entry names (with `env` added to its
+/// environment) and lists its tools.
+pub(super) fn check_mcp_entry(
+    entry: &serde_json::Map<String, Value>,
+    env: &[(&str, &Path)],
+    checks: &mut Checks,
+) {
     let command = entry
         .get("command")
         .and_then(Value::as_str)
@@ -469,7 +537,7 @@ fn check_mcp(targets: &Targets, checks: &mut Checks) {
                 .collect()
         })
         .unwrap_or_default();
-    match list_tools(command, &args) {
+    match list_tools(command, &args, env) {
         Ok(tools) if tools.iter().any(|t| t == "memory_search") => checks.ok(
             "mcp",
             format!("`{command}` answers tools/list: {}", tools.join(", ")),
@@ -487,9 +555,14 @@ fn check_mcp(targets: &Targets, checks: &mut Checks) {
 }
 
 /// Starts an MCP server over stdio, initializes it and lists its tools.
-fn list_tools(command: &str, args: &[String]) -> Result<Vec<String>, String> {
+fn list_tools(
+    command: &str,
+    args: &[String],
+    env: &[(&str, &Path)],
+) -> Result<Vec<String>, String> {
     let mut child = Command::new(command)
         .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -552,7 +625,7 @@ fn list_tools(command: &str, args: &[String]) -> Result<Vec<String>, String> {
     outcome
 }
 
-fn check_model(checks: &mut Checks) {
+pub(super) fn check_model(checks: &mut Checks) {
     use crate::embed::{Embedder, OnnxEmbedder, Workload};
     let started = Instant::now();
     match OnnxEmbedder::load_default(Workload::Queries).and_then(|mut e| e.embed(&["hook doctor"]))
@@ -567,12 +640,12 @@ fn check_model(checks: &mut Checks) {
         Err(e) => checks.warn(
             "model",
             format!("{e}; search runs on words (BM25) alone"),
-            "run scripts/setup-model.sh from the knowledge-db checkout",
+            "run `knowledge-db setup` (from a checkout, scripts/setup-model.sh does the same)",
         ),
     }
 }
 
-fn check_upkeep(store: &Store, checks: &mut Checks) {
+pub(super) fn check_upkeep(store: &Store, checks: &mut Checks) {
     let status = crate::upkeep::status(store);
     let waiting = store.records_without_vector().unwrap_or(0);
     match &status.last_error {
@@ -598,7 +671,7 @@ fn check_upkeep(store: &Store, checks: &mut Checks) {
 }
 
 /// The sync state (see `crate::sync`), when a server is named.
-fn check_sync(store: &Store, checks: &mut Checks) {
+pub(super) fn check_sync(store: &Store, checks: &mut Checks) {
     let status = match crate::sync::status(store) {
         Ok(status) => status,
         Err(e) => {
@@ -633,7 +706,6 @@ fn check_sync(store: &Store, checks: &mut Checks) {
     }
 }
 
-/// The last errors the hooks logged.
 /// Captures the hooks could not write (a read-only or full store), waiting
 /// in the user's state folder for the next hook that can write.
 fn check_missed_captures(store: &Path, checks: &mut Checks) {
@@ -669,7 +741,8 @@ fn check_missed_captures(store: &Path, checks: &mut Checks) {
     );
 }
 
-fn check_hooks_log(store: &Path, checks: &mut Checks) {
+/// The last errors the hooks logged.
+pub(super) fn check_hooks_log(store: &Path, checks: &mut Checks) {
     let log = store.join("hooks").join("hooks.log");
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     let errors: Vec<&str> = text.lines().filter(|l| l.contains("error")).collect();
