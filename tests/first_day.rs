@@ -156,7 +156,8 @@ fn a_one_session_store_recalls_its_work_asked_in_other_words_and_nothing_else() 
 
 /// The OpenClaw case: a prompt naming a word one stored message alone holds
 /// ("the aardvark"), framed in everyday words the store never saw, recalls
-/// that message; a message that is merely similar in meaning is not told.
+/// that message (and at most its reply); the others, merely similar in
+/// meaning, are not told.
 #[test]
 fn a_word_only_one_message_holds_is_recalled_through_an_everyday_frame() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -200,7 +201,11 @@ fn a_word_only_one_message_holds_is_recalled_through_an_everyday_frame() {
         .iter()
         .filter_map(|m| m["id"].as_str())
         .collect();
-    assert_eq!(ids, ["oc:4"], "{answer}");
+    // The message first; its reply (oc:5) may follow: a reply is indexed
+    // with the turn it answers as its context, so it holds the word too (in
+    // real sessions that reply is often where the answer is). Nothing else.
+    assert_eq!(ids.first(), Some(&"oc:4"), "{answer}");
+    assert!(ids.iter().all(|id| ["oc:4", "oc:5"].contains(id)), "{answer}");
     let unrelated = recall(
         &store,
         "/tmp",
