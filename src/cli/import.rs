@@ -18,26 +18,33 @@ use knowledge_db::store::Store;
 
 pub const AFTER_HELP: &str = "\
 Examples:
-  knowledge-db import --from claude-mem --dry-run        # what would come in, nothing written
-  knowledge-db import --from claude-mem                  # ~/.claude-mem/claude-mem.db
-  knowledge-db import --from basic-memory ~/notes        # a basic-memory project folder
-  knowledge-db import --from openclaw                    # ~/.openclaw/workspace: MEMORY.md, memory/*.md
+  knowledge-db import --from claude-mem --dry-run   # what would come in
+  knowledge-db import --from claude-mem             # ~/.claude-mem/claude-mem.db
+  knowledge-db import --from basic-memory ~/notes   # a project folder
+  knowledge-db import --from openclaw               # MEMORY.md, memory/*.md
   knowledge-db import --from mempalace ~/.mempalace/palace
   knowledge-db import --from mem0 mem0-export.json --namespace team
 
-Without PATH each tool is read where it keeps its data: claude-mem ~/.claude-mem/,
-mempalace the palace_path of ~/.mempalace/config.json (else ~/.mempalace/palace/),
-basic-memory the default project of ~/.basic-memory/config.json (else
-~/basic-memory/), openclaw ~/.openclaw/workspace/. mem0 keeps no file of its own: export `get_all` to a JSON
-or JSONL file and give its path.
+Without PATH each tool is read where it keeps its data:
+  claude-mem    ~/.claude-mem/
+  mempalace     the palace_path of ~/.mempalace/config.json,
+                else ~/.mempalace/palace/
+  basic-memory  the default project of ~/.basic-memory/config.json,
+                else ~/basic-memory/
+  openclaw      ~/.openclaw/workspace/
+  mem0          keeps no file of its own: export `get_all` to a JSON or
+                JSONL file and give its path
 
-Every item becomes the record kind that fits (claude-mem observations and session
-summaries are segments with key_files and key_decisions, its prompts messages
-with --with-prompts; the others notes), with its time, project, files and tags, its id at the source in
-metadata.origin, and the id <tool>:<source id>. Running import again adds nothing
-new and updates only what changed at the source. The source is read and checked
-whole first: a damaged source is named (file, line, table) and nothing is written.
-Secrets are redacted before anything is stored. See docs/import.md.";
+Every item becomes the record kind that fits (claude-mem observations and
+session summaries are segments with key_files and key_decisions, its prompts
+messages with --with-prompts; the others notes), with its time, project, files
+and tags, its id at the source in metadata.origin, and the id <tool>:<source
+id>.
+
+Running import again adds nothing new and updates only what changed at the
+source. The source is read and checked whole first: a damaged source is named
+(file, line, table) and nothing is written. Secrets are redacted before anything
+is stored. See docs/import.md.";
 
 /// The tools `--from` takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

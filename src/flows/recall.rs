@@ -571,6 +571,7 @@ mod tests {
             copies: 1,
             duplicates: Vec::new(),
             weak: false,
+            low_confidence: false,
         }
     }
 

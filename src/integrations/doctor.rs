@@ -580,11 +580,19 @@ fn check_upkeep(store: &Store, checks: &mut Checks) {
             format!("the last background run failed at {}: {}", error.at, error.message),
             "run `knowledge-db --store <store> upkeep` to see it fail in the foreground",
         ),
-        None if !crate::upkeep::enabled(store) => checks.warn(
-            "upkeep",
-            format!("background upkeep is off; {waiting} records wait for a vector"),
-            "set [upkeep] enabled = true in the store's config.toml, or run `knowledge-db upkeep` from cron",
-        ),
+        None if !crate::upkeep::enabled(store) => {
+            let why = crate::upkeep::disabled_by(store).unwrap_or_default();
+            let fix = if why.starts_with("KNOWLEDGE_DB_UPKEEP") {
+                "unset KNOWLEDGE_DB_UPKEEP (or set it to on) where the hooks run, or run `knowledge-db upkeep` from cron"
+            } else {
+                "set [upkeep] enabled = true in the store's config.toml, or run `knowledge-db upkeep` from cron"
+            };
+            checks.warn(
+                "upkeep",
+                format!("background upkeep is off ({why}); {waiting} records wait for a vector"),
+                fix,
+            )
+        }
         None => checks.ok(
             "upkeep",
             if status.running {

@@ -15,6 +15,7 @@
 
 pub mod batch;
 pub mod candidates;
+pub mod confidence;
 pub mod dates;
 pub mod dedup;
 pub mod everyday;
@@ -282,6 +283,7 @@ impl SearchEngine {
             hit.weak = ranked.weak;
             results.push(hit);
         }
+        confidence::mark(&mut results);
         let unknown_words = self.unknown_words(query, filters.namespace.as_deref());
         let explanation = if !results.is_empty() {
             None

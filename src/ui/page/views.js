@@ -9,6 +9,18 @@ const day = (time) => (time ? time.slice(0, 10) : "—");
 const when = (time) => (time ? time.replace("T", " ").replace(/(:\d\d)(\.\d+)?Z$/, "$1") : "—");
 const short = (id) => (id && id.length > 14 ? id.slice(0, 8) + "…" : id);
 const score = (n) => (n === null || n === undefined ? "—" : n.toFixed(3));
+/// `1 session`, `2 sessions`.
+export const count = (n, word, plural = word + "s") => `${(n ?? 0).toLocaleString()} ${n === 1 ? word : plural}`;
+
+/// What an empty store says: where memory comes from.
+function EmptyStore({ what }) {
+  return html`<div class="empty" data-testid="empty-store">
+    <p><b>${what}</b> The store holds no records yet. Fill it from a terminal:</p>
+    <pre>knowledge-db ingest ~/.claude/projects   # the Claude Code sessions you already have
+knowledge-db hook install                # store and recall every new session from now on</pre>
+    <p class="hint">Then reload this page.</p>
+  </div>`;
+}
 
 function bytes(n) {
   if (n === null || n === undefined) return "—";
@@ -40,29 +52,44 @@ function SessionLink({ session, group, turn, children }) {
   >`;
 }
 
-/// The snippet with its highlighted ranges (char offsets) marked.
-function Snippet({ text, highlights }) {
+/// The snippet with its highlighted ranges marked. The ranges are byte
+/// offsets into the UTF-8 text (as the CLI and --json give them), not
+/// JavaScript's UTF-16 indices: the text is cut as bytes, so marks stay on
+/// their words after an em dash, an accent or an emoji.
+export function Snippet({ text, highlights }) {
   if (!highlights || !highlights.length) return html`<span>${text}</span>`;
+  const bytes = new TextEncoder().encode(text);
+  const decoder = new TextDecoder();
+  const cut = (from, to) => decoder.decode(bytes.subarray(from, to));
   const parts = [];
   let at = 0;
   for (const [start, end] of highlights) {
-    if (start < at) continue;
-    parts.push(text.slice(at, start));
-    parts.push(html`<mark>${text.slice(start, end)}</mark>`);
+    if (start < at || end > bytes.length) continue;
+    parts.push(cut(at, start));
+    parts.push(html`<mark>${cut(start, end)}</mark>`);
     at = end;
   }
-  parts.push(text.slice(at));
+  parts.push(cut(at, bytes.length));
   return html`<span>${parts}</span>`;
 }
 
-/// Asks, then deletes through the API; `done` gets the report.
-async function confirmDelete(what, body, done, setError) {
-  if (!confirm(`Delete ${what}? This cannot be undone (export first if unsure).`)) return;
+/// Asks, then forgets through the API; `done` gets the report.
+async function confirmForget(what, body, done, setError) {
+  if (!confirm(`Forget ${what}? It is removed from both tiers and from disk, and kept out of later ingests (\`knowledge-db forget --undo\` lets it back in).`)) return;
   try {
-    done(await post("delete", body));
+    done(await post("forget", body));
   } catch (e) {
     setError(e.message);
   }
+}
+
+/// The forget button: enabled when the viewer allows writes, else telling
+/// how to allow them.
+function ForgetButton({ info, testid, label, what, body, done, setError }) {
+  if (!info.allow_delete)
+    return html`<button class="danger" data-testid=${testid} disabled
+      title="This viewer is read-only: restart it with knowledge-db ui --allow-delete, or run knowledge-db forget">${label}</button>`;
+  return html`<button class="danger" data-testid=${testid} onClick=${() => confirmForget(what, body, done, setError)}>${label}</button>`;
 }
 
 // ---- Search -------------------------------------------------------------
@@ -160,17 +187,33 @@ function ScopeSelect({ name, value, counts, all, onChange }) {
   </select>`;
 }
 
+/// Why nothing came back, in the page's own words: the checkbox and the
+/// tier choice, not the CLI's flags.
+function Explanation({ answer }) {
+  const text = answer.explanation;
+  if (answer.best_score !== undefined && answer.best_score !== null && /^nothing relevant/.test(text))
+    return html`<p class="abstain" data-testid="explanation">Nothing relevant: the best match scores ${score(answer.best_score)},
+      under the minimum ${score(answer.min_score)}. Tick <b>weak results too</b> above to see the weak matches.</p>`;
+  if (/^the store is empty/.test(text)) return html`<${EmptyStore} what="Nothing to search." />`;
+  return html`<p class="abstain" data-testid="explanation">${text
+    .replace(/`--tier all` \(or `--tier l3`; over MCP, `tier: "l3"`\)/g, "the tier choice above (all, or l3)")
+    .replace(/ \(weak matches are shown with `--all` or `--min-score 0`; over MCP, `minScore: 0`\)/g, "")}</p>`;
+}
+
 function SearchAnswer({ answer }) {
   const n = answer.results.length;
+  const unsure = n > 0 && answer.results.every((h) => h.low_confidence);
   return html`
     <section class="answer" data-testid="answer" data-asked=${JSON.stringify(answer.asked)}>
       <p class="summary" data-testid="search-summary">
-        ${n ? `${n} result${n === 1 ? "" : "s"}` : "No results"} ·
+        ${n ? count(n, "result") : "No results"} ·
         searched in ${answer.took_ms.toFixed(1)} ms (round trip ${answer.round_trip_ms.toFixed(0)} ms) ·
         vectors: ${answer.vector} · minimum score ${score(answer.min_score)}
         ${answer.below_min_score ? ` · ${answer.below_min_score} weaker left out` : ""}
       </p>
-      ${answer.explanation && html`<p class="abstain" data-testid="explanation">${answer.explanation}</p>`}
+      ${answer.explanation && html`<${Explanation} answer=${answer} />`}
+      ${unsure && html`<p class="unsure" data-testid="low-confidence">None of these is a confident match (each scores under 0.5, or holds little of
+        the question's words and meaning): the store may hold nothing about it.</p>`}
       ${answer.unknown_words && answer.unknown_words.length > 0 &&
         html`<p class="unknown" data-testid="unknown-words">No record holds: ${answer.unknown_words.map((w) => html`<code>${w}</code> `)}</p>`}
       <ol class="hits">${answer.results.map((hit) => html`<${Hit} hit=${hit} />`)}</ol>
@@ -181,10 +224,11 @@ function SearchAnswer({ answer }) {
 function Hit({ hit }) {
   const s = hit.scores;
   return html`
-    <li class=${"hit" + (hit.weak ? " weak" : "")} data-testid="hit">
+    <li class=${"hit" + (hit.weak ? " weak" : hit.low_confidence ? " unsure" : "")} data-testid="hit">
       <div class="hit-head">
         <span class="score" title="calibrated probability of relevance">${score(hit.score)}</span>
         ${hit.weak && html`<span class="badge weak">weak</span>`}
+        ${!hit.weak && hit.low_confidence && html`<span class="badge weak" title="score under 0.5, or little of the question's words and meaning">low confidence</span>`}
         <${Kind} kind=${hit.kind} />
         <span class="badge tier">${hit.tier}</span>
         <span class="title"><${RecordLink} id=${hit.id}>${hit.title || hit.id}<//></span>
@@ -197,7 +241,7 @@ function Hit({ hit }) {
         ${hit.session_id && html`<span>session <${SessionLink} session=${hit.session_id} group=${hit.project || ""} turn=${hit.start_turn} /></span>`}
         ${hit.start_turn !== undefined && hit.start_turn !== null && html`<span>turn ${hit.start_turn}${hit.end_turn !== hit.start_turn ? "–" + hit.end_turn : ""}</span>`}
         <span>${day(hit.timestamp)}</span>
-        ${hit.copies > 1 && html`<span>${hit.copies} near-identical copies</span>`}
+        ${hit.copies > 1 && html`<span title=${(hit.duplicates || []).join("\n")}>the same text is stored ${count(hit.copies - 1, "more time")}</span>`}
         <details class="why">
           <summary>why</summary>
           <table>
@@ -233,11 +277,11 @@ export function TimelineView({ info, params }) {
         <${Problem} error=${error} />
         ${groups && html`
           <ul data-testid="projects">
-            <li class=${group === undefined ? "active" : ""}><a href=${href("timeline")}>all <small>${groups.sessions} sessions</small></a></li>
+            <li class=${group === undefined ? "active" : ""}><a href=${href("timeline")}>all <small>${count(groups.sessions, "session")}</small></a></li>
             ${groups.groups.map(
               (g) => html`<li class=${g.name === group ? "active" : ""}>
                 <a href=${href("timeline", { group: g.name })} data-project=${g.name} class=${g.name ? "" : "no-project"}>${projectName(g.name)}</a>
-                <small>${g.sessions} sessions · ${g.records.toLocaleString()} records · ${day(g.last)}</small>
+                <small>${count(g.sessions, "session")} · ${count(g.records, "record")} · ${day(g.last)}</small>
               </li>`,
             )}
           </ul>`}
@@ -246,7 +290,9 @@ export function TimelineView({ info, params }) {
       <section class="session-pane">
         ${params.session
           ? html`<${Session} info=${info} session=${params.session} group=${group} from=${params.from} to=${params.to} />`
-          : html`<p class="hint">Pick a session on the left: its summaries and raw turns show here.</p>`}
+          : groups && groups.sessions === 0
+            ? html`<${EmptyStore} what="No sessions yet." />`
+            : html`<p class="hint">Pick a session on the left: its summaries and raw turns show here.</p>`}
       </section>
     </div>
   `;
@@ -283,11 +329,13 @@ function SessionList({ group, selected }) {
         const heading = d !== lastDay ? html`<li class="day">${d}</li>` : null;
         lastDay = d;
         return html`${heading}<li class=${s.session_id === selected ? "active" : ""}>
-          <a href=${href("timeline", { group, session: s.session_id })} data-session=${s.session_id}>${short(s.session_id)}</a>
-          <small>${group === undefined ? projectName(s.group) + " · " : ""}${s.records} records${s.by_kind.segment ? ` · ${s.by_kind.segment} segments` : ""}${s.by_kind.task ? ` · ${s.by_kind.task} tasks` : ""} · ${when(s.last).slice(11)}</small>
+          <a href=${href("timeline", { group, session: s.session_id })} data-session=${s.session_id} title=${s.session_id}
+            class="session-title">${s.title || short(s.session_id)}</a>
+          <small>${s.title ? short(s.session_id) + " · " : ""}${group === undefined ? projectName(s.group) + " · " : ""}${count(s.records, "record")}${s.by_kind.segment ? ` · ${count(s.by_kind.segment, "segment")}` : ""}${s.by_kind.task ? ` · ${count(s.by_kind.task, "task")}` : ""} · ${when(s.last).slice(11)}</small>
         </li>`;
       })}
     </ul>
+    ${pages.total === 0 && group === undefined && html`<li class="hint">no sessions yet</li>`}
     ${pages.total !== null && pages.sessions.length < pages.total &&
       html`<button class="more" onClick=${() => load(pages.sessions.length)}>more sessions (${pages.total - pages.sessions.length} left)</button>`}
   `;
@@ -302,13 +350,12 @@ function Session({ info, session, group, from, to }) {
     setDeleted(null);
     api("session", { id: session }).then(setDetail, (e) => setError(e.message));
   }, [session]);
-  if (deleted) return html`<p class="done" data-testid="deleted">Deleted ${deleted.deleted.length} records of session ${session}.</p>`;
+  if (deleted) return html`<p class="done" data-testid="deleted">Forgot ${count(deleted.forgotten, "record")} of session ${deleted.session || session}.</p>`;
   return html`
     <div class="session-head">
-      <h2>Session <code>${session}</code></h2>
-      ${info.allow_delete &&
-        html`<button class="danger" data-testid="delete-session"
-          onClick=${() => confirmDelete(`every live record of session ${session}`, { session }, setDeleted, setError)}>delete session</button>`}
+      <h2>${detail && detail.title ? html`<span data-testid="session-title">${detail.title}</span>` : "Session"} <code title=${session}>${short(session)}</code></h2>
+      <${ForgetButton} info=${info} testid="delete-session" label="forget session…" what=${`every record of session ${session}`}
+        body=${{ session }} done=${setDeleted} setError=${setError} />
     </div>
     <${Problem} error=${error} />
     ${detail && html`<${Summaries} detail=${detail} session=${session} group=${group} />`}
@@ -431,7 +478,7 @@ export function RecordView({ info, params }) {
     api("record", { id: params.id }).then(setRecord, (e) => setError(e.message));
   }, [params.id]);
   if (!params.id) return html`<p class="hint">Open a record from a search hit or a session.</p>`;
-  if (deleted) return html`<p class="done" data-testid="deleted">Deleted record ${params.id}.</p>`;
+  if (deleted) return html`<p class="done" data-testid="deleted">Forgot record ${params.id}.</p>`;
   if (error) return html`<${Problem} error=${error} />`;
   if (!record) return html`<p class="loading">Loading…</p>`;
   const provenance = record.provenance;
@@ -439,9 +486,8 @@ export function RecordView({ info, params }) {
     <div class="record" data-testid="record">
       <div class="session-head">
         <h2><${Kind} kind=${record.kind} /> <code>${record.id}</code></h2>
-        ${info.allow_delete && record.tier === "l2" &&
-          html`<button class="danger" data-testid="delete-record"
-            onClick=${() => confirmDelete(`record ${record.id}`, { ids: [record.id] }, setDeleted, setError)}>delete record</button>`}
+        <${ForgetButton} info=${info} testid="delete-record" label="forget record…" what=${`record ${record.id}`}
+          body=${{ ids: [record.id] }} done=${setDeleted} setError=${setError} />
       </div>
       <table class="facts">
         <tr><th>citation</th><td>${record.citation}</td></tr>
@@ -488,6 +534,7 @@ export function HealthView() {
   const v = stats.vectors;
   return html`
     <div class="health" data-testid="health">
+      ${stats.records === 0 && html`<${EmptyStore} what="An empty store." />`}
       <div class="cards">
         <div class="card"><h3>Records</h3><p class="big">${stats.records.toLocaleString()}</p>
           <p>${day(stats.oldest)} → ${day(stats.newest)}</p><p class="small">format ${stats.format_version} · ${stats.store}</p></div>
