@@ -173,3 +173,190 @@ fn init_creates_its_folder_or_takes_an_empty_one() {
     let json = other.json(&["init"]);
     assert_eq!(json["retention"]["prune_after"], "30d");
 }
+
+fn with_samples() -> TestStore {
+    let store = TestStore::new();
+    store.add_samples();
+    store
+}
+
+/// Item 3: `--session` takes any unique start of a session id, as git takes
+/// short commit ids; an ambiguous one names the candidates; `show` too.
+#[test]
+fn short_session_ids_work_as_git_short_ids() {
+    let store = with_samples();
+    let full = store.json(&["search", "oauth2.py refresh", "--session", "4f1c9a2e-0b7d-4e55-9a51-3c2f8d1e7a10"]);
+    let short = store.json(&["search", "oauth2.py refresh", "--session", "4f1c9a2e"]);
+    let ids = |v: &serde_json::Value| -> Vec<String> {
+        v["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|h| h["id"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert!(!ids(&full).is_empty());
+    assert_eq!(ids(&short), ids(&full), "a short id keeps other records");
+    // Two sessions that start alike: the prefix is refused with both named.
+    let twins = r#"{"kind":"message","session_id":"abcd1111-0000","turn_index":1,"role":"user","text":"twin one"}
+{"kind":"message","session_id":"abcd2222-0000","turn_index":1,"role":"user","text":"twin two"}"#;
+    store.add_later("twins.jsonl", twins.as_bytes());
+    let out = store
+        .cmd()
+        .args(["search", "twin", "--session", "abcd"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("ambiguous") && err.contains("abcd1111-0000") && err.contains("abcd2222-0000"),
+        "{err}"
+    );
+}
+
+/// Item 12: a hit prints its session once, short, with its project; the
+/// copies it stands for are explained; no Markdown-like marks when piped.
+#[test]
+fn a_hit_names_its_session_once_and_explains_its_copies() {
+    let store = with_samples();
+    let text = "The deploy script needs the staging flag before the migration runs";
+    let copies = format!(
+        "{{\"id\":\"n-copy-1\",\"title\":\"deploy order\",\"text\":\"{text}\",\"session_id\":\"5e5e5e5e-aaaa-4bbb-8ccc-000000000001\",\"project\":\"/home/ana/src/api\"}}\n\
+         {{\"id\":\"n-copy-2\",\"title\":\"deploy order\",\"text\":\"{text}\",\"session_id\":\"5e5e5e5e-aaaa-4bbb-8ccc-000000000001\",\"project\":\"/home/ana/src/api\"}}\n"
+    );
+    store.add_later("copies.jsonl", copies.as_bytes());
+    let out = store
+        .cmd()
+        .args(["search", "staging flag migration", "--all-projects", "-k", "1"])
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(said.matches("5e5e5e5e").count(), 1, "{said}");
+    assert!(!said.contains("5e5e5e5e-aaaa"), "the full session id is printed: {said}");
+    assert!(said.contains("project /home/ana/src/api"), "{said}");
+    assert!(said.contains("the same text is stored 1 more time"), "{said}");
+    assert!(!said.contains("**"), "{said}");
+}
+
+/// Item 6: a question about something the store does not hold gets no hit
+/// that looks like an answer; a good one keeps its answer unmarked.
+#[test]
+fn weak_results_are_marked_low_confidence() {
+    let store = with_samples();
+    let absent = store.json(&[
+        "search",
+        "kubernetes helm chart rollback strategy",
+        "--all-projects",
+    ]);
+    let hits = absent["results"].as_array().expect("results");
+    assert!(
+        hits.iter().all(|h| h["low_confidence"] == true || h["weak"] == true),
+        "{absent}"
+    );
+    let out = store
+        .cmd()
+        .args(["search", "kubernetes helm chart rollback strategy", "--all-projects", "--all"])
+        .output()
+        .expect("run");
+    let said = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("no results") || (said.contains("weak") || said.contains("low confidence")),
+        "{said}"
+    );
+    if said.contains("low confidence") && !said.contains("weak") {
+        assert!(err.contains("none of these is a confident match"), "{err}");
+    }
+    let good = store.json(&["search", "oauth2.py refresh token", "--all-projects", "-k", "1"]);
+    assert_eq!(good["results"][0]["id"], "seg-auth-0001");
+    assert!(good["results"][0].get("low_confidence").is_none(), "{good}");
+}
+
+/// Item 7: with the upkeep off, `upkeep --status` and `stats` say it is
+/// off and why; `ingest --help` states the real `--embed` rule.
+#[test]
+fn messages_are_true_when_the_upkeep_is_off() {
+    let store = with_samples();
+    let out = store
+        .cmd()
+        .args(["upkeep", "--status"])
+        .output()
+        .expect("run");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.starts_with("off (KNOWLEDGE_DB_UPKEEP=off is set in the environment)"),
+        "{said}"
+    );
+    let stats = store.cmd().arg("stats").output().expect("stats");
+    assert!(String::from_utf8_lossy(&stats.stdout).contains("upkeep          off ("));
+    let on = store
+        .cmd()
+        .env("KNOWLEDGE_DB_UPKEEP", "on")
+        .args(["upkeep", "--status"])
+        .output()
+        .expect("run");
+    assert!(String::from_utf8_lossy(&on.stdout).starts_with("idle"));
+    store.set_config(&[("enabled", "false")]);
+    let config_off = store
+        .cmd()
+        .env_remove("KNOWLEDGE_DB_UPKEEP")
+        .args(["upkeep", "--status"])
+        .output()
+        .expect("run");
+    assert!(
+        String::from_utf8_lossy(&config_off.stdout).contains("`[upkeep] enabled = false`"),
+        "{}",
+        String::from_utf8_lossy(&config_off.stdout)
+    );
+    let help = store.cmd().args(["ingest", "--help"]).output().expect("help");
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("ingest_inline_max") && help.contains("1,000"), "{help}");
+}
+
+/// Item 13: the top-level help fits one screen, groups everyday and
+/// advanced commands, and its examples are a user's (ingest, hook install;
+/// no developer paths); `version`, completions and the man page work.
+#[test]
+fn help_is_grouped_and_fits_one_screen() {
+    let store = TestStore::uninitialised();
+    let out = store.cmd().arg("--help").output().expect("help");
+    let help = String::from_utf8_lossy(&out.stdout);
+    let lines = help.lines().count();
+    assert!(lines <= 45, "{lines} lines:\n{help}");
+    for needle in [
+        "Everyday commands:",
+        "Advanced commands:",
+        "knowledge-db ingest ~/.claude/projects",
+        "knowledge-db hook install",
+        "version",
+        "completions",
+    ] {
+        assert!(help.contains(needle), "no {needle:?} in:\n{help}");
+    }
+    let everyday = help.split("Advanced commands:").next().unwrap_or_default();
+    for developer in ["eval", "bench", "tokens", "qmd"] {
+        assert!(
+            !everyday.lines().any(|l| l.trim_start().starts_with(developer)),
+            "{developer} among the everyday commands:\n{help}"
+        );
+    }
+    assert!(!help.contains("../shared"), "{help}");
+    let search = store.cmd().args(["search", "--help"]).output().expect("help");
+    let search = String::from_utf8_lossy(&search.stdout);
+    assert!(!search.contains("src/") && !search.contains("::"), "{search}");
+    let import = store.cmd().args(["import", "--help"]).output().expect("help");
+    let import = String::from_utf8_lossy(&import.stdout);
+    assert!(import.lines().all(|l| l.chars().count() <= 100), "{import}");
+    let version = store.cmd().arg("version").output().expect("version");
+    assert!(String::from_utf8_lossy(&version.stdout).starts_with("knowledge-db "));
+    let bash = store.cmd().args(["completions", "bash"]).output().expect("bash");
+    let bash = String::from_utf8_lossy(&bash.stdout);
+    assert!(bash.contains("_knowledge-db()") && bash.contains("ingest"), "{bash}");
+    let man = store.cmd().arg("man").output().expect("man");
+    let man = String::from_utf8_lossy(&man.stdout);
+    assert!(man.starts_with(".ie") || man.contains(".TH"), "{man}");
+    assert!(man.contains("ingest"));
+    let page = store.cmd().args(["man", "search"]).output().expect("man search");
+    assert!(String::from_utf8_lossy(&page.stdout).contains("knowledge\\-db\\-search"));
+}

@@ -126,8 +126,12 @@ pub fn man(args: ManArgs) -> anyhow::Result<ExitCode> {
                 ))
                 .into());
             };
+            // The page's name (`knowledge-db-search`, as git names its
+            // commands' pages); clap takes a static name, and this process
+            // renders one page and exits.
+            let title: &'static str = Box::leak(format!("knowledge-db-{name}").into_boxed_str());
             sub.clone()
-                .name(format!("knowledge-db-{name}"))
+                .name(title)
                 .bin_name(format!("knowledge-db {name}"))
         }
     };

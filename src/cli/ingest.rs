@@ -153,7 +153,7 @@ pub fn run(root: &std::path::Path, args: IngestArgs) -> anyhow::Result<ExitCode>
         lock_timeout,
         &mut |at| {
             if at.storing {
-                progress.phase("Storing", "files", at.files_total as u64);
+                progress.relabel("Storing");
                 progress.set(
                     at.files_done as u64,
                     at.files_total as u64,
@@ -164,7 +164,7 @@ pub fn run(root: &std::path::Path, args: IngestArgs) -> anyhow::Result<ExitCode>
                     ),
                 );
             } else {
-                progress.phase("Reading", "files", at.files_total as u64);
+                progress.relabel("Reading");
                 progress.set(
                     at.files_done as u64,
                     at.files_total as u64,

@@ -31,10 +31,16 @@ pub struct Progress {
     phase: String,
     unit: &'static str,
     started: Instant,
+    /// When the display was made: the first plain line waits from here.
+    created: Instant,
     last_line: Option<Instant>,
     total: u64,
     done: u64,
     note: String,
+    /// When the first plain line is due (after [`PLAIN_FIRST`]).
+    first_after: Duration,
+    /// Plain lines kept instead of printed (the tests read them).
+    captured: Option<Vec<String>>,
 }
 
 impl Progress {
@@ -66,11 +72,23 @@ impl Progress {
             phase: String::new(),
             unit: "",
             started: Instant::now(),
+            created: Instant::now(),
             last_line: None,
             total: 0,
             done: 0,
             note: String::new(),
+            first_after: PLAIN_FIRST,
+            captured: None,
         }
+    }
+
+    /// Plain lines from the first update on, kept for a test to read.
+    #[cfg(test)]
+    fn capturing(command: &'static str) -> Progress {
+        let mut progress = Progress::with(command, false, true);
+        progress.first_after = Duration::ZERO;
+        progress.captured = Some(Vec::new());
+        progress
     }
 
     /// Starts a phase (`Reading`, `Storing`, `Embedding`) counting `unit`s.
@@ -94,6 +112,18 @@ impl Progress {
             bar.set_position(0);
         }
         self.draw();
+    }
+
+    /// Renames the phase (`Reading` → `Storing`) keeping its count, rate
+    /// and time left: one piece of work seen in another step.
+    pub fn relabel(&mut self, phase: &str) {
+        if self.phase == phase {
+            return;
+        }
+        self.phase = phase.to_string();
+        if let Some(bar) = &self.bar {
+            bar.set_prefix(phase.to_string());
+        }
     }
 
     /// Sets how far the phase is, and a note shown after the count.
@@ -141,17 +171,21 @@ impl Progress {
         }
         let now = Instant::now();
         let due = match self.last_line {
-            None => self.started.elapsed() >= PLAIN_FIRST,
+            None => self.created.elapsed() >= self.first_after,
             Some(last) => now.duration_since(last) >= PLAIN_EVERY,
         };
         if due {
             self.last_line = Some(now);
-            eprintln!(
+            let line = format!(
                 "{}: {} {}",
                 self.command,
                 self.phase.to_lowercase(),
                 self.line()
             );
+            match &mut self.captured {
+                Some(lines) => lines.push(line),
+                None => eprintln!("{line}"),
+            }
         }
     }
 
@@ -235,6 +269,17 @@ mod tests {
         assert_eq!(duration(Duration::from_secs(3900)), "1h 05m");
         assert_eq!(rate(2100.4), "2,100/s");
         assert_eq!(rate(3.14), "3.1/s");
+    }
+
+    #[test]
+    fn without_a_terminal_a_plain_line_says_phase_count_and_note() {
+        let mut p = Progress::capturing("ingest");
+        p.phase("Reading", "files", 288);
+        p.set(12, 288, "1,200 messages read");
+        let lines = p.captured.clone().unwrap_or_default();
+        assert_eq!(lines[0], "ingest: reading starting".replace("starting", "0/288 files"));
+        // The next line waits PLAIN_EVERY: no flood of lines.
+        assert_eq!(lines.len(), 1);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Search and measurement: search, eval, bench gen.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};

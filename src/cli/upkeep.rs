@@ -72,7 +72,7 @@ pub(crate) fn run(root: &Path, args: UpkeepArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| e.to_string())
     };
     let mut progress = |step: &str, done: u64, total: u64| {
-        bar.phase(step, "", total);
+        bar.phase(step, "records", total);
         bar.set(done, total, "");
     };
     let report = upkeep::run(

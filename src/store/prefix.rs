@@ -79,7 +79,8 @@ fn starting_with(searcher: &Searcher, field: Field, prefix: &str) -> Result<Vec<
             .terms()
             .range()
             .ge(prefix.as_bytes())
-            .into_stream()?;
+            .into_stream()
+            .map_err(tantivy::TantivyError::from)?;
         while stream.advance() {
             let key = stream.key();
             if !key.starts_with(prefix.as_bytes()) {
@@ -109,7 +110,8 @@ mod tests {
             .enumerate()
             .map(|(i, s)| {
                 crate::record::parse_record(
-                    &json!({"kind": "message", "session_id": s, "turn_index": i, "role": "user", "text": "hello"}),
+                    json!({"kind": "message", "session_id": s, "turn_index": i, "role": "user", "text": "hello"}),
+                    &crate::error::Origin::file("test"),
                     &crate::record::ParseOptions::default(),
                 )
                 .expect("record")

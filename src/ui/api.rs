@@ -333,7 +333,20 @@ pub fn session(viewer: &Viewer, params: &Params) -> Result<Reply> {
 pub fn turns(viewer: &Viewer, params: &Params) -> Result<Reply> {
     let session =
         &crate::store::prefix::resolve_session(viewer.service.store(), required(params, "session")?)?;
-    let from = number(params, "from", 1, u64::MAX)?.max(1);
+    // `message=ID`: from the turn that holds that stored message (a search
+    // hit's link), whatever clock its own turn number is on.
+    let at_message = match text(params, "message") {
+        Some(id) => crate::tiers::find(viewer.service.store(), id)?
+            .and_then(|found| found.record().source.pointer("/origin/line")?.as_u64())
+            .map(|line| crate::integrations::hooks::turns::turn_of_line(viewer.service.store().root(), session, line))
+            .transpose()
+            .unwrap_or(None),
+        None => None,
+    };
+    let from = match at_message {
+        Some(turn) => turn,
+        None => number(params, "from", 1, u64::MAX)?.max(1),
+    };
     let to = number(params, "to", u64::MAX, u64::MAX)?.max(from);
     let limit = number(params, "limit", 50, MAX_MESSAGES_PAGE as u64)?.max(1) as usize;
     let query = TurnQuery {

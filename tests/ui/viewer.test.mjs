@@ -323,6 +323,21 @@ test("search: hits with their score parts, and the abstention", { skip: SKIP }, 
   assert.match(unknown, /zqxjv/);
 });
 
+test("a message hit's session link opens the raw turns that hold it", { skip: SKIP }, async () => {
+  await page.goto(`${readOnly.url}#/search?q=${encodeURIComponent("hook timeout")}&kind=message`);
+  await page.waitForSelector("[data-testid=hit] .session-link");
+  const id = await page.locator("[data-testid=hit] .title a").first().getAttribute("title");
+  await page.locator("[data-testid=hit] .session-link").first().click();
+  await page.waitForSelector("[data-testid=turns] .message");
+  let found = page.locator(`[data-testid=turns] a.record-link[title="${id}"]`);
+  while (!(await found.count()) && (await page.locator("section.session-pane button.more").count())) {
+    await page.locator("section.session-pane button.more").click();
+    await page.waitForTimeout(200);
+    found = page.locator(`[data-testid=turns] a.record-link[title="${id}"]`);
+  }
+  assert.ok(await found.count(), `message ${id} is not in the turns its link opened`);
+});
+
 test("a result opens its record: JSON, tier, access count, vector state, provenance", { skip: SKIP }, async () => {
   await page.goto(`${readOnly.url}#/search?q=${encodeURIComponent("hook timeout")}&kind=message`);
   await page.waitForSelector("[data-testid=hit] .title a");

@@ -538,10 +538,20 @@ fn most_complete_copies(
 /// Records read before they are committed: an ingest of a whole history is
 /// stored in steps of about this many records, so memory stays bounded and
 /// an interrupted ingest keeps every step it committed (a rerun reads on
-/// from the saved positions). At least [`Embedding::ingest_inline_max`]
-/// (`crate::store::config`), so that whether a run embeds inline is decided
-/// by its first step exactly as for a run in one commit.
+/// from the saved positions). At least the default
+/// [`crate::store::config::Embedding::ingest_inline_max`], so that whether a
+/// run embeds inline is decided by its first step as for a run in one commit.
 pub const RECORDS_PER_COMMIT: usize = 8_192;
+
+/// [`RECORDS_PER_COMMIT`], or `KNOWLEDGE_DB_INGEST_STEP` when set to a
+/// positive number (the tests interrupt an ingest between small steps).
+fn records_per_commit() -> usize {
+    std::env::var("KNOWLEDGE_DB_INGEST_STEP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or(RECORDS_PER_COMMIT)
+}
 
 /// Where an ingest is, for a progress display.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
@@ -601,6 +611,7 @@ pub fn ingest(
         ..IngestProgress::default()
     };
     let mut step = Step::default();
+    let per_commit = records_per_commit();
     let mut defer: Option<bool> = None;
     let mut committed = false;
     let mut parse_time = Duration::ZERO;
@@ -643,7 +654,7 @@ pub fn ingest(
         at.files_done = i + 1;
         at.bytes_done += std::fs::metadata(path).map_or(0, |m| m.len());
         at.messages_read = report.messages;
-        if let Some(store) = writing.filter(|_| step.records.len() >= RECORDS_PER_COMMIT) {
+        if let Some(store) = writing.filter(|_| step.records.len() >= per_commit) {
             let more_to_come = i + 1 < files.len();
             commit_step(
                 store,

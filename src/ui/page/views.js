@@ -45,9 +45,12 @@ function RecordLink({ id, children }) {
   return html`<a class="record-link" href=${href("record", { id })} title=${id}>${children || id}</a>`;
 }
 
-function SessionLink({ session, group, turn, children }) {
+/// A link into the timeline: a session, from a turn or from the turn that
+/// holds a stored message (`message`: a message hit's own place).
+function SessionLink({ session, group, turn, message, children }) {
   if (!session) return null;
-  return html`<a class="session-link" href=${href("timeline", { group, session, from: turn })} title=${session}
+  const at = message ? { message } : { from: turn };
+  return html`<a class="session-link" href=${href("timeline", { group, session, ...at })} title=${session}
     >${children || short(session)}</a
   >`;
 }
@@ -238,7 +241,8 @@ function Hit({ hit }) {
         <span class="project" title="project">${projectName(hit.project)}</span>
         <span class="origin" title="origin: who wrote it">${hit.origin || "local"}</span>
         ${hit.namespace !== "default" && html`<span title="namespace">ns ${hit.namespace}</span>`}
-        ${hit.session_id && html`<span>session <${SessionLink} session=${hit.session_id} group=${hit.project || ""} turn=${hit.start_turn} /></span>`}
+        ${hit.session_id && html`<span>session <${SessionLink} session=${hit.session_id} group=${hit.project || ""}
+          turn=${hit.start_turn} message=${hit.kind === "message" ? hit.id : undefined} /></span>`}
         ${hit.start_turn !== undefined && hit.start_turn !== null && html`<span>turn ${hit.start_turn}${hit.end_turn !== hit.start_turn ? "–" + hit.end_turn : ""}</span>`}
         <span>${day(hit.timestamp)}</span>
         ${hit.copies > 1 && html`<span title=${(hit.duplicates || []).join("\n")}>the same text is stored ${count(hit.copies - 1, "more time")}</span>`}
@@ -289,7 +293,7 @@ export function TimelineView({ info, params }) {
       </aside>
       <section class="session-pane">
         ${params.session
-          ? html`<${Session} info=${info} session=${params.session} group=${group} from=${params.from} to=${params.to} />`
+          ? html`<${Session} info=${info} session=${params.session} group=${group} from=${params.from} to=${params.to} message=${params.message} />`
           : groups && groups.sessions === 0
             ? html`<${EmptyStore} what="No sessions yet." />`
             : html`<p class="hint">Pick a session on the left: its summaries and raw turns show here.</p>`}
@@ -341,7 +345,7 @@ function SessionList({ group, selected }) {
   `;
 }
 
-function Session({ info, session, group, from, to }) {
+function Session({ info, session, group, from, to, message }) {
   const [detail, setDetail] = useState(null);
   const [error, setError] = useState(null);
   const [deleted, setDeleted] = useState(null);
@@ -359,7 +363,7 @@ function Session({ info, session, group, from, to }) {
     </div>
     <${Problem} error=${error} />
     ${detail && html`<${Summaries} detail=${detail} session=${session} group=${group} />`}
-    <${Turns} key=${session + ":" + (from || 1) + ":" + (to || "")} session=${session} group=${group} from=${from} to=${to} />
+    <${Turns} key=${session + ":" + (from || 1) + ":" + (to || "") + ":" + (message || "")} session=${session} group=${group} from=${from} to=${to} message=${message} />
   `;
 }
 
@@ -404,17 +408,17 @@ function QueueLine({ queue }) {
 }
 
 /// A session's raw messages by turn, a page at a time; tool calls folded.
-function Turns({ session, group, from, to }) {
+function Turns({ session, group, from, to, message }) {
   const [page, setPage] = useState({ messages: [], next: null, meta: null });
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
-  const load = (start) => {
+  const load = (start, first) => {
     setBusy(true);
-    api("turns", { session, from: start, to, limit: TURN_PAGE })
+    api("turns", { session, from: start, to, limit: TURN_PAGE, message: first ? message : undefined })
       .then(
         (t) =>
           setPage((old) => ({
-            messages: start === (from || 1) ? t.messages : old.messages.concat(t.messages),
+            messages: first ? t.messages : old.messages.concat(t.messages),
             next: t.nextFrom ?? null,
             meta: t,
           })),
@@ -422,12 +426,13 @@ function Turns({ session, group, from, to }) {
       )
       .finally(() => setBusy(false));
   };
-  useEffect(() => load(from || 1), []);
+  useEffect(() => load(from || 1, true), []);
   const meta = page.meta;
   let turn = null;
+  const shownFrom = message && meta ? meta.from : from;
   return html`
-    <h3 id="turns">Raw turns ${from ? html`<small>turns ${from}${to ? "–" + to : " on"}</small>` : ""}
-      ${(from || to) && html` <a href=${href("timeline", { group, session })} class="small all-turns">(show every turn)</a>`}</h3>
+    <h3 id="turns">Raw turns ${shownFrom ? html`<small>turns ${shownFrom}${to ? "–" + to : " on"}</small>` : ""}
+      ${(shownFrom || to) && html` <a href=${href("timeline", { group, session })} class="small all-turns">(show every turn)</a>`}</h3>
     <${Problem} error=${error} />
     ${meta && html`<p class="hint">${meta.clock === "assistant"
       ? `Turns count the assistant's responses (the hooks' clock); ${meta.turns} so far. Read from the ${meta.source}${meta.transcript ? " (" + meta.transcript + ")" : ""}.`
