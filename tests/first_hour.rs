@@ -360,3 +360,28 @@ fn help_is_grouped_and_fits_one_screen() {
     let page = store.cmd().args(["man", "search"]).output().expect("man search");
     assert!(String::from_utf8_lossy(&page.stdout).contains("knowledge\\-db\\-search"));
 }
+
+/// Item 7: an ingest whose vectors are left to the upkeep, with the upkeep
+/// off, says who will make them (not "the background upkeep adds them").
+#[test]
+fn an_ingest_left_without_vectors_says_the_upkeep_is_off() {
+    let store = TestStore::new();
+    store.set_config(&[("ingest_inline_max", "2")]);
+    let model = knowledge_db::embed::ModelLocation::locate();
+    let out = store
+        .cmd()
+        .env("KNOWLEDGE_DB_MODEL_DIR", &model.model_dir)
+        .env("ORT_DYLIB_PATH", &model.runtime)
+        .arg("ingest")
+        .arg(common::samples().join("transcripts/7c2e9f10-4b3a-4d8e-9a61-2f5c0d8e1b47.jsonl.gz"))
+        .output()
+        .expect("ingest");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("which is off (KNOWLEDGE_DB_UPKEEP=off is set in the environment)")
+            && said.contains("knowledge-db embed"),
+        "{said}"
+    );
+    assert!(!said.contains("the background upkeep adds their vectors"), "{said}");
+}

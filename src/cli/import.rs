@@ -202,7 +202,7 @@ pub fn run(root: &Path, args: ImportArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         output::print_json(&report)?;
     } else {
-        print_report(&report);
+        print_report(&report, store.as_ref());
     }
     if let (Some(store), Some(added)) = (&store, &report.store) {
         let waiting = added.without_vector as u64;
@@ -221,7 +221,7 @@ fn library_error(error: ImportError) -> anyhow::Error {
     }
 }
 
-fn print_report(r: &ImportReport) {
+fn print_report(r: &ImportReport, store: Option<&Store>) {
     let p = &r.plan;
     let counts: Vec<String> = p
         .source_counts
@@ -275,11 +275,7 @@ fn print_report(r: &ImportReport) {
         None => println!("nothing written (--dry-run)"),
     }
     if r.vectors_deferred > 0 {
-        println!(
-            "{} records are searchable by their words now; the background upkeep adds their \
-             vectors: `knowledge-db upkeep --status` shows progress, `--embed now` embeds before returning",
-            r.vectors_deferred
-        );
+        println!("{}", output::vectors_deferred(r.vectors_deferred, store));
     }
 }
 

@@ -255,22 +255,7 @@ fn print_report(r: &IngestReport, store: Option<&Store>) {
         None => println!("nothing written (--dry-run)"),
     }
     if r.vectors_deferred > 0 {
-        let off = store.and_then(knowledge_db::upkeep::disabled_by);
-        match off {
-            None => println!(
-                "{} records are searchable by their words now; the background upkeep adds their \
-                 vectors (int8 drafts first, then the full model): `knowledge-db upkeep --status` \
-                 shows progress, `--embed now` embeds before returning",
-                r.vectors_deferred
-            ),
-            Some(why) => println!(
-                "{} records are searchable by their words now, without vectors: more than \
-                 embedding.ingest_inline_max records are left to the background upkeep, which is \
-                 off ({why}); run `knowledge-db embed` (or `knowledge-db upkeep`) to add them, \
-                 or ingest with `--embed now`",
-                r.vectors_deferred
-            ),
-        }
+        println!("{}", output::vectors_deferred(r.vectors_deferred, store));
     }
     if let Some(s) = r.store.as_ref().filter(|s| !s.redacted.is_empty()) {
         println!("before storing: {}", s.redacted);

@@ -92,6 +92,24 @@ pub fn found_json(found: &knowledge_db::tiers::Found) -> Value {
     value
 }
 
+/// What a write that left `n` records without vectors says about them: who
+/// will make them, true whether the background upkeep is on or off.
+pub fn vectors_deferred(n: usize, store: Option<&knowledge_db::store::Store>) -> String {
+    match store.and_then(knowledge_db::upkeep::disabled_by) {
+        None => format!(
+            "{n} records are searchable by their words now; the background upkeep adds their \
+             vectors (int8 drafts first, then the full model): `knowledge-db upkeep --status` \
+             shows progress, `--embed now` embeds before returning"
+        ),
+        Some(why) => format!(
+            "{n} records are searchable by their words now, without vectors: a batch of more \
+             than embedding.ingest_inline_max records is left to the background upkeep, which \
+             is off ({why}); run `knowledge-db embed` (or `knowledge-db upkeep`) to add them, \
+             or use `--embed now`"
+        ),
+    }
+}
+
 pub fn print_add_summary(s: &AddSummary) {
     let r = &s.report;
     println!(

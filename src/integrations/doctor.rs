@@ -582,11 +582,7 @@ fn check_upkeep(store: &Store, checks: &mut Checks) {
         ),
         None if !crate::upkeep::enabled(store) => {
             let why = crate::upkeep::disabled_by(store).unwrap_or_default();
-            let fix = if why.starts_with("KNOWLEDGE_DB_UPKEEP") {
-                "unset KNOWLEDGE_DB_UPKEEP (or set it to on) where the hooks run, or run `knowledge-db upkeep` from cron"
-            } else {
-                "set [upkeep] enabled = true in the store's config.toml, or run `knowledge-db upkeep` from cron"
-            };
+            let fix = upkeep_off_fix(&why);
             checks.warn(
                 "upkeep",
                 format!("background upkeep is off ({why}); {waiting} records wait for a vector"),
@@ -601,6 +597,16 @@ fn check_upkeep(store: &Store, checks: &mut Checks) {
                 format!("idle; {waiting} records wait for a vector")
             },
         ),
+    }
+}
+
+/// What turns a disabled upkeep back on, for the switch that turned it off
+/// (`why`, as [`crate::upkeep::disabled_by`] says it).
+fn upkeep_off_fix(why: &str) -> &'static str {
+    if why.starts_with("KNOWLEDGE_DB_UPKEEP") {
+        "unset KNOWLEDGE_DB_UPKEEP (or set it to on) where the hooks run, or run `knowledge-db upkeep` from cron"
+    } else {
+        "set [upkeep] enabled = true in the store's config.toml, or run `knowledge-db upkeep` from cron"
     }
 }
 
@@ -660,4 +666,19 @@ fn check_hooks_log(store: &Path, checks: &mut Checks) {
         ),
         "the hooks carried on (they never fail Claude's tool call); fix what the lines name",
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// With `KNOWLEDGE_DB_UPKEEP=off`, the fix is to unset it, not to set
+    /// `enabled = true` (already set).
+    #[test]
+    fn the_fix_for_an_upkeep_turned_off_names_the_switch_that_did_it() {
+        let env = upkeep_off_fix("KNOWLEDGE_DB_UPKEEP=off is set in the environment");
+        assert!(env.contains("unset KNOWLEDGE_DB_UPKEEP") && !env.contains("enabled = true"), "{env}");
+        let config = upkeep_off_fix("`[upkeep] enabled = false` in /s/config.toml");
+        assert!(config.contains("enabled = true"), "{config}");
+    }
 }

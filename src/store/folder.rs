@@ -21,8 +21,12 @@ pub enum Folder {
     /// An empty folder: `init` makes it the store's.
     Empty,
     /// A store (its `config.toml` is a store's), or one that `init` is
-    /// creating at this moment (only the files `init` writes are there).
+    /// creating at this moment (only a store's own names, `text/` among them).
     Store,
+    /// Only files a store writes, but no store yet (the hooks' log or state,
+    /// written before the first capture created the store): `init` creates
+    /// the store among them.
+    Leftovers,
     /// A folder holding files of something else, this many entries.
     Foreign(usize),
     /// A file, or anything else that is not a folder.
@@ -30,8 +34,29 @@ pub enum Folder {
 }
 
 /// The names `init` writes, in the order it writes them; a folder holding
-/// only these (and temporary files) is a store being created.
+/// only these (and temporary files), with a text index begun in `text/`, is
+/// a store being created.
 const INIT_NAMES: [&str; 4] = ["text", "embedding-rules", "config.toml", "LOCK"];
+
+/// What the hooks may write in a store's folder before a store is there (a
+/// log line, a session's state, the upkeep's status): a folder holding only
+/// these is the store's, not yet created.
+const EARLY_NAMES: [&str; 4] = ["hooks", "LOCK", "upkeep", "ingest"];
+
+/// Whether `text/` holds a text index begun by `init` (empty, or tantivy's
+/// own files), not a folder of someone's texts.
+fn index_begun(text: &Path) -> bool {
+    match fs::read_dir(text) {
+        Ok(entries) => entries.flatten().all(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let segment_file = name.split_once('.').is_some_and(|(stem, _)| {
+                stem.len() == 32 && stem.chars().all(|c| c.is_ascii_hexdigit())
+            });
+            name == "meta.json" || name.starts_with('.') || segment_file
+        }),
+        Err(_) => false,
+    }
+}
 
 /// Looks at `root` without changing anything.
 pub fn examine(root: &Path) -> Folder {
@@ -64,13 +89,19 @@ pub fn examine(root: &Path) -> Folder {
     if config.is_file() && holds_store_config(&config) {
         return Folder::Store;
     }
-    let only_init_names = names
-        .iter()
-        .all(|n| INIT_NAMES.contains(&n.as_str()) || n.starts_with(".tmp"));
-    if only_init_names && root.join("text").is_dir() {
-        return Folder::Store;
+    let only = |allowed: &[&str]| {
+        names
+            .iter()
+            .all(|n| allowed.contains(&n.as_str()) || n.starts_with(".tmp"))
+    };
+    let text = root.join("text");
+    if only(&INIT_NAMES) && text.is_dir() && index_begun(&text) {
+        Folder::Store
+    } else if only(&EARLY_NAMES) {
+        Folder::Leftovers
+    } else {
+        Folder::Foreign(names.len())
     }
-    Folder::Foreign(names.len())
 }
 
 /// Whether a `config.toml` is a store's: it has a `format_version` number.
@@ -94,7 +125,7 @@ pub fn no_store_error(root: &Path) -> Option<Error> {
     let path = root.to_path_buf();
     match examine(root) {
         Folder::Store => None,
-        Folder::Missing | Folder::Empty => Some(Error::NoStore { path }),
+        Folder::Missing | Folder::Empty | Folder::Leftovers => Some(Error::NoStore { path }),
         Folder::Foreign(entries) => Some(Error::NotAStore { path, entries }),
         Folder::File => Some(Error::StoreIsFile { path }),
     }
@@ -106,7 +137,7 @@ pub fn check_init(root: &Path) -> Result<bool> {
     let path = root.to_path_buf();
     match examine(root) {
         Folder::Missing => Ok(true),
-        Folder::Empty => Ok(false),
+        Folder::Empty | Folder::Leftovers => Ok(false),
         Folder::Store => Err(Error::StoreExists { path }),
         Folder::Foreign(entries) => Err(Error::NotAStore { path, entries }),
         Folder::File => Err(Error::StoreIsFile { path }),
@@ -135,6 +166,15 @@ mod tests {
         assert_eq!(examine(&root.join("project")), Folder::Foreign(3));
         fs::create_dir_all(root.join("creating/text")).expect("mkdir");
         assert_eq!(examine(&root.join("creating")), Folder::Store);
+        // A user's lone `text/` folder of notes is not a store being made.
+        fs::create_dir_all(root.join("notes/text")).expect("mkdir");
+        fs::write(root.join("notes/text/todo.txt"), "x").expect("write");
+        assert_eq!(examine(&root.join("notes")), Folder::Foreign(1));
+        // The hooks' log written before the first capture made the store.
+        fs::create_dir_all(root.join("early/hooks")).expect("mkdir");
+        fs::write(root.join("early/hooks/hooks.log"), "x").expect("write");
+        assert_eq!(examine(&root.join("early")), Folder::Leftovers);
+        assert!(check_init(&root.join("early")).is_ok());
         fs::create_dir(root.join("store")).expect("mkdir");
         fs::write(root.join("store/config.toml"), "format_version = 3\n").expect("write");
         assert_eq!(examine(&root.join("store")), Folder::Store);
