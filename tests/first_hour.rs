@@ -100,7 +100,15 @@ fn init_refuses_a_folder_it_does_not_own_and_changes_nothing() {
         &["add", "-"][..],
         &["stats"][..],
         &["verify"][..],
+        &["repair"][..],
         &["upkeep"][..],
+        &["upkeep", "--status"][..],
+        &["export"][..],
+        &["maintain"][..],
+        &["embed"][..],
+        &["forget", "--session", "s"][..],
+        &["scrub"][..],
+        &["mcp"][..],
         &["ingest", "/nonexistent.jsonl"][..],
     ] {
         let out = kdb(&root).args(args).write_stdin("").output().expect("run");
@@ -108,6 +116,25 @@ fn init_refuses_a_folder_it_does_not_own_and_changes_nothing() {
         assert_ne!(out.status.code(), Some(0), "{args:?}: {err}");
         assert!(!err.contains("init --store"), "{args:?} suggests harm: {err}");
         assert_eq!(modes(&root), before, "{args:?} changed the folder");
+    }
+    // The hooks (which never fail the agent's call) write nothing there
+    // either: no `hooks/` folder, no log, no store.
+    let transcript = common::samples().join("hooks");
+    for hook in ["stop", "post-tool-use", "user-prompt-submit", "session-start"] {
+        let input = serde_json::json!({
+            "session_id": "7c2e9f10-4b3a-4d8e-9a61-2f5c0d8e1b47",
+            "transcript_path": transcript.join("missing.jsonl"),
+            "hook_event_name": hook,
+            "prompt": "why did the build fail",
+            "tool_name": "Bash",
+            "source": "startup",
+        });
+        kdb(&root)
+            .args(["hook", hook])
+            .write_stdin(input.to_string())
+            .output()
+            .expect("hook");
+        assert_eq!(modes(&root), before, "hook {hook} changed the folder");
     }
 }
 
@@ -219,10 +246,11 @@ fn short_session_ids_work_as_git_short_ids() {
 #[test]
 fn a_hit_names_its_session_once_and_explains_its_copies() {
     let store = with_samples();
+    // Two sessions stored the same words (a note copied from one to the other).
     let text = "The deploy script needs the staging flag before the migration runs";
     let copies = format!(
         "{{\"id\":\"n-copy-1\",\"title\":\"deploy order\",\"text\":\"{text}\",\"session_id\":\"5e5e5e5e-aaaa-4bbb-8ccc-000000000001\",\"project\":\"/home/ana/src/api\"}}\n\
-         {{\"id\":\"n-copy-2\",\"title\":\"deploy order\",\"text\":\"{text}\",\"session_id\":\"5e5e5e5e-aaaa-4bbb-8ccc-000000000001\",\"project\":\"/home/ana/src/api\"}}\n"
+         {{\"id\":\"n-copy-2\",\"title\":\"deploy order\",\"text\":\"{text}\",\"session_id\":\"6f6f6f6f-aaaa-4bbb-8ccc-000000000002\",\"project\":\"/home/ana/src/api\"}}\n"
     );
     store.add_later("copies.jsonl", copies.as_bytes());
     let out = store
@@ -352,7 +380,7 @@ fn help_is_grouped_and_fits_one_screen() {
     assert!(String::from_utf8_lossy(&version.stdout).starts_with("knowledge-db "));
     let bash = store.cmd().args(["completions", "bash"]).output().expect("bash");
     let bash = String::from_utf8_lossy(&bash.stdout);
-    assert!(bash.contains("_knowledge-db()") && bash.contains("ingest"), "{bash}");
+    assert!(bash.contains("complete -F") && bash.contains("knowledge-db") && bash.contains("ingest"), "{bash}");
     let man = store.cmd().arg("man").output().expect("man");
     let man = String::from_utf8_lossy(&man.stdout);
     assert!(man.starts_with(".ie") || man.contains(".TH"), "{man}");

@@ -26,8 +26,8 @@ pub(super) fn init(root: &std::path::Path, json: bool) -> anyhow::Result<ExitCod
              {} after archiving, archived raw messages are pruned to one summary per session (segment and task summaries stay).\n  \
              Edit those durations to change it, or set maintain_on_write = false to archive only when you run `knowledge-db maintain`.\n\
              \n\
-             Next: knowledge-db ingest ~/.claude/projects   (your Claude Code history)\n      \
-             knowledge-db hook install            (store and recall every new session)",
+             Next: knowledge-db ingest ~/.claude/projects   # your Claude Code history\n      \
+             knowledge-db hook install                # store and recall every new session",
             store.root().display(),
             config.display(),
             retention.archive_older_than,

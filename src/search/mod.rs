@@ -283,7 +283,6 @@ impl SearchEngine {
             hit.weak = ranked.weak;
             results.push(hit);
         }
-        confidence::mark(&mut results);
         let unknown_words = self.unknown_words(query, filters.namespace.as_deref());
         let explanation = if !results.is_empty() {
             None
@@ -293,7 +292,7 @@ impl SearchEngine {
             Some(self.explain_empty(&plan.terms, &*plan.query, filters)?)
         };
         let uses_vectors = rank.mode != Mode::Bm25 && self.vectors.is_some();
-        let response = SearchResponse {
+        let mut response = SearchResponse {
             query: query.to_string(),
             filters: filters.clone(),
             results,
@@ -314,6 +313,7 @@ impl SearchEngine {
             unknown_words,
             took_ms: started.elapsed().as_secs_f64() * 1000.0,
         };
+        confidence::mark(&mut response);
         self.log_access(&response);
         Ok(response)
     }
