@@ -19,7 +19,7 @@ use assert_cmd::Command;
 use serde_json::Value;
 
 /// Transcripts taken from the real sessions: enough for several commit steps.
-const TRANSCRIPTS: usize = 40;
+const TRANSCRIPTS: usize = 20;
 /// Records per commit step in this test (`KNOWLEDGE_DB_INGEST_STEP`).
 const STEP: &str = "400";
 
