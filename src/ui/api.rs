@@ -540,6 +540,7 @@ pub fn health(viewer: &Viewer) -> Result<Reply> {
     Ok(Reply::ok(json!({
         "stats": stats,
         "upkeep": upkeep,
+        "upkeep_off": crate::upkeep::disabled_by(store),
         "verify": match verify {
             Ok(last) => json!(last),
             Err(e) => json!({"error": e.to_string()}),

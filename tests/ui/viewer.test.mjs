@@ -216,10 +216,10 @@ test("a request without the token, with a foreign Host or a foreign Origin is re
   // The page itself and its scripts carry the token too.
   assert.equal((await request(port, "/assets/app.js")).status, 403);
   assert.equal((await request(port, `${path}assets/app.js`)).status, 200);
-  // Read-only: a delete from the page's own origin is still refused.
+  // Read-only: a forget from the page's own origin is still refused.
   const origin = `http://127.0.0.1:${port}`;
   const json = { "Content-Type": "application/json", Origin: origin };
-  const refused = await request(port, `${path}api/delete`, { method: "POST", headers: json, body: '{"ids":["x"]}' });
+  const refused = await request(port, `${path}api/forget`, { method: "POST", headers: json, body: '{"ids":["x"]}' });
   assert.equal(refused.status, 403);
   assert.match(JSON.parse(refused.text).error, /read-only/);
   // Bounded: a query too long, a page too big.
@@ -408,7 +408,9 @@ test("the health page shows stats, vectors, upkeep, the last verify, queues and 
   assert.ok(text.includes(stats.records.toLocaleString("en-US")), `${stats.records} records not shown`);
   assert.match(await page.locator("[data-testid=verify]").innerText(), /all checks passed/);
   assert.match(await page.locator("[data-testid=vectors]").innerText(), /waiting/);
-  assert.match(await page.locator("[data-testid=upkeep]").innerText(), /not running|running/);
+  // The viewer runs with KNOWLEDGE_DB_UPKEEP=off: the page says so, and why.
+  assert.equal(await page.locator("[data-testid=upkeep-worker]").innerText(), "off");
+  assert.match(await page.locator("[data-testid=upkeep-off]").innerText(), /KNOWLEDGE_DB_UPKEEP=off is set in the environment/);
   assert.ok((await page.locator("[data-testid=queues] tr").count()) > 1, "no compression queue listed");
   const byProject = await page.locator("[data-testid=by-project]").innerText();
   assert.ok(Object.keys(stats.by_project).every((p) => byProject.includes(p || "(no project)")), byProject);

@@ -215,9 +215,9 @@ function SearchAnswer({ answer }) {
         ${answer.below_min_score ? ` · ${answer.below_min_score} weaker left out` : ""}
       </p>
       ${answer.explanation && html`<${Explanation} answer=${answer} />`}
-      ${unsure && html`<p class="unsure" data-testid="low-confidence">None of these is a confident match (each scores under 0.5, or holds little of
+      ${unsure && html`<p class="unsure-note" data-testid="low-confidence">None of these is a confident match (each scores under 0.5, or holds little of
         the question's words and meaning): the store may hold nothing about it.</p>`}
-      ${answer.unknown_words && answer.unknown_words.length > 0 &&
+      ${answer.unknown_words && answer.unknown_words.length > 0 && !/^the store is empty/.test(answer.explanation || "") &&
         html`<p class="unknown" data-testid="unknown-words">No record holds: ${answer.unknown_words.map((w) => html`<code>${w}</code> `)}</p>`}
       <ol class="hits">${answer.results.map((hit) => html`<${Hit} hit=${hit} />`)}</ol>
     </section>
@@ -339,7 +339,6 @@ function SessionList({ group, selected }) {
         </li>`;
       })}
     </ul>
-    ${pages.total === 0 && group === undefined && html`<li class="hint">no sessions yet</li>`}
     ${pages.total !== null && pages.sessions.length < pages.total &&
       html`<button class="more" onClick=${() => load(pages.sessions.length)}>more sessions (${pages.total - pages.sessions.length} left)</button>`}
   `;
@@ -556,7 +555,9 @@ export function HealthView() {
           <tr><th>graphs</th><td>${stats.vector_graphs} of ${stats.segments} segments</td></tr>
         </table></div>
         <div class="card" data-testid="upkeep"><h3>Upkeep</h3><table>
-          <tr><th>worker</th><td>${upkeep.running ? `running (pid ${upkeep.pid}): ${upkeep.step || "starting"}` : "not running"}</td></tr>
+          <tr><th>worker</th><td data-testid="upkeep-worker">${upkeep.running
+            ? `running (pid ${upkeep.pid}): ${upkeep.step || "starting"}`
+            : health.upkeep_off ? "off" : "not running"}</td></tr>
           <tr><th>vectors waiting</th><td>${upkeep.vectors_waiting.toLocaleString()}</td></tr>
           <tr><th>embedded</th><td>${upkeep.embedded.toLocaleString()}</td></tr>
           ${upkeep.last_run && html`<tr><th>last run</th><td>${when(upkeep.last_run.finished_at)}: ${upkeep.last_run.embedded} embedded,
@@ -564,7 +565,8 @@ export function HealthView() {
           ${upkeep.last_error && html`<tr><th>last error</th><td class="error">${when(upkeep.last_error.at)}: ${upkeep.last_error.message}</td></tr>`}
           ${upkeep.model_unavailable && html`<tr><th>model</th><td class="error">${upkeep.model_unavailable}</td></tr>`}
           <tr><th>access log</th><td>${bytes(health.access_log_bytes)} not folded</td></tr>
-        </table></div>
+        </table>
+        ${health.upkeep_off && html`<p class="small" data-testid="upkeep-off">Off: ${health.upkeep_off}; \`knowledge-db upkeep\` runs it now.</p>`}</div>
         <div class="card" data-testid="verify"><h3>Last verify</h3>
           ${verify === null
             ? html`<p>never run on this store (<code>knowledge-db verify</code>)</p>`
@@ -578,11 +580,11 @@ export function HealthView() {
         <${Counts} title="By namespace" counts=${stats.by_namespace} />
         <${Counts} title="By project" counts=${stats.by_project} name=${projectName} testid="by-project" wide=${true} />
       </div>
-      <h3>Hook log <small>last ${health.hook_log.length} lines of hooks.log</small></h3>
+      <h3>Hook log ${health.hook_log.length > 0 && html`<small>last ${count(health.hook_log.length, "line")} of hooks.log</small>`}</h3>
       ${health.hook_log.length === 0
         ? html`<p class="hint">hooks.log is empty: no hook reported a problem.</p>`
         : html`<pre class="log" data-testid="hook-log">${health.hook_log.join("\n")}</pre>`}
-      <h3>Compression queues <small>${health.queue_files} session${health.queue_files === 1 ? "" : "s"}${health.queues_shown < health.queue_files ? `, ${health.queues_shown} most recent shown` : ""}</small></h3>
+      <h3>Compression queues <small>${count(health.queue_files, "session")}${health.queues_shown < health.queue_files ? `, ${health.queues_shown} most recent shown` : ""}</small></h3>
       ${health.queues.length === 0
         ? html`<p class="hint">No session has a compression queue (the Claude Code hooks keep them).</p>`
         : html`<table class="queues" data-testid="queues">
