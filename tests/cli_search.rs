@@ -77,7 +77,8 @@ fn text_output_marks_matches_in_bold_and_stays_plain_when_piped() {
         .assert()
         .success()
         .stdout(
-            predicate::str::contains("\x1b[1mE0502\x1b[0m").and(predicate::str::contains("[segment]")),
+            predicate::str::contains("\x1b[1mE0502\x1b[0m")
+                .and(predicate::str::contains("[segment]")),
         );
     store
         .cmd()

@@ -114,13 +114,21 @@ fn init_refuses_a_folder_it_does_not_own_and_changes_nothing() {
         let out = kdb(&root).args(args).write_stdin("").output().expect("run");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_ne!(out.status.code(), Some(0), "{args:?}: {err}");
-        assert!(!err.contains("init --store"), "{args:?} suggests harm: {err}");
+        assert!(
+            !err.contains("init --store"),
+            "{args:?} suggests harm: {err}"
+        );
         assert_eq!(modes(&root), before, "{args:?} changed the folder");
     }
     // The hooks (which never fail the agent's call) write nothing there
     // either: no `hooks/` folder, no log, no store.
     let transcript = common::samples().join("hooks");
-    for hook in ["stop", "post-tool-use", "user-prompt-submit", "session-start"] {
+    for hook in [
+        "stop",
+        "post-tool-use",
+        "user-prompt-submit",
+        "session-start",
+    ] {
         let input = serde_json::json!({
             "session_id": "7c2e9f10-4b3a-4d8e-9a61-2f5c0d8e1b47",
             "transcript_path": transcript.join("missing.jsonl"),
@@ -182,15 +190,26 @@ fn init_creates_its_folder_or_takes_an_empty_one() {
         "knowledge-db ingest",
         "knowledge-db hook install",
     ] {
-        assert!(said.contains(needle), "init output lacks {needle:?}:\n{said}");
+        assert!(
+            said.contains(needle),
+            "init output lacks {needle:?}:\n{said}"
+        );
     }
-    let mode = std::fs::metadata(&fresh).expect("stat").permissions().mode() & 0o777;
+    let mode = std::fs::metadata(&fresh)
+        .expect("stat")
+        .permissions()
+        .mode()
+        & 0o777;
     assert_eq!(mode, 0o700);
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).expect("mkdir");
     std::fs::set_permissions(&empty, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     kdb(&empty).arg("init").assert().success();
-    let mode = std::fs::metadata(&empty).expect("stat").permissions().mode() & 0o777;
+    let mode = std::fs::metadata(&empty)
+        .expect("stat")
+        .permissions()
+        .mode()
+        & 0o777;
     assert_eq!(mode, 0o700, "the empty folder became the store's");
     let again = kdb(&empty).arg("init").output().expect("run");
     assert_eq!(again.status.code(), Some(1));
@@ -212,7 +231,12 @@ fn with_samples() -> TestStore {
 #[test]
 fn short_session_ids_work_as_git_short_ids() {
     let store = with_samples();
-    let full = store.json(&["search", "oauth2.py refresh", "--session", "4f1c9a2e-0b7d-4e55-9a51-3c2f8d1e7a10"]);
+    let full = store.json(&[
+        "search",
+        "oauth2.py refresh",
+        "--session",
+        "4f1c9a2e-0b7d-4e55-9a51-3c2f8d1e7a10",
+    ]);
     let short = store.json(&["search", "oauth2.py refresh", "--session", "4f1c9a2e"]);
     let ids = |v: &serde_json::Value| -> Vec<String> {
         v["results"]
@@ -255,15 +279,27 @@ fn a_hit_names_its_session_once_and_explains_its_copies() {
     store.add_later("copies.jsonl", copies.as_bytes());
     let out = store
         .cmd()
-        .args(["search", "staging flag migration", "--all-projects", "-k", "1"])
+        .args([
+            "search",
+            "staging flag migration",
+            "--all-projects",
+            "-k",
+            "1",
+        ])
         .output()
         .expect("run");
     assert!(out.status.success());
     let said = String::from_utf8_lossy(&out.stdout);
     assert_eq!(said.matches("5e5e5e5e").count(), 1, "{said}");
-    assert!(!said.contains("5e5e5e5e-aaaa"), "the full session id is printed: {said}");
+    assert!(
+        !said.contains("5e5e5e5e-aaaa"),
+        "the full session id is printed: {said}"
+    );
     assert!(said.contains("project /home/ana/src/api"), "{said}");
-    assert!(said.contains("the same text is stored 1 more time"), "{said}");
+    assert!(
+        said.contains("the same text is stored 1 more time"),
+        "{said}"
+    );
     assert!(!said.contains("**"), "{said}");
 }
 
@@ -279,12 +315,18 @@ fn weak_results_are_marked_low_confidence() {
     ]);
     let hits = absent["results"].as_array().expect("results");
     assert!(
-        hits.iter().all(|h| h["low_confidence"] == true || h["weak"] == true),
+        hits.iter()
+            .all(|h| h["low_confidence"] == true || h["weak"] == true),
         "{absent}"
     );
     let out = store
         .cmd()
-        .args(["search", "kubernetes helm chart rollback strategy", "--all-projects", "--all"])
+        .args([
+            "search",
+            "kubernetes helm chart rollback strategy",
+            "--all-projects",
+            "--all",
+        ])
         .output()
         .expect("run");
     let said = String::from_utf8_lossy(&out.stdout);
@@ -296,7 +338,13 @@ fn weak_results_are_marked_low_confidence() {
     if said.contains("low confidence") && !said.contains("weak") {
         assert!(err.contains("none of these is a confident match"), "{err}");
     }
-    let good = store.json(&["search", "oauth2.py refresh token", "--all-projects", "-k", "1"]);
+    let good = store.json(&[
+        "search",
+        "oauth2.py refresh token",
+        "--all-projects",
+        "-k",
+        "1",
+    ]);
     assert_eq!(good["results"][0]["id"], "seg-auth-0001");
     assert!(good["results"][0].get("low_confidence").is_none(), "{good}");
 }
@@ -337,9 +385,16 @@ fn messages_are_true_when_the_upkeep_is_off() {
         "{}",
         String::from_utf8_lossy(&config_off.stdout)
     );
-    let help = store.cmd().args(["ingest", "--help"]).output().expect("help");
+    let help = store
+        .cmd()
+        .args(["ingest", "--help"])
+        .output()
+        .expect("help");
     let help = String::from_utf8_lossy(&help.stdout);
-    assert!(help.contains("ingest_inline_max") && help.contains("1,000"), "{help}");
+    assert!(
+        help.contains("ingest_inline_max") && help.contains("1,000"),
+        "{help}"
+    );
 }
 
 /// Item 13: the top-level help fits one screen, groups everyday and
@@ -365,27 +420,51 @@ fn help_is_grouped_and_fits_one_screen() {
     let everyday = help.split("Advanced commands:").next().unwrap_or_default();
     for developer in ["eval", "bench", "tokens", "qmd"] {
         assert!(
-            !everyday.lines().any(|l| l.trim_start().starts_with(developer)),
+            !everyday
+                .lines()
+                .any(|l| l.trim_start().starts_with(developer)),
             "{developer} among the everyday commands:\n{help}"
         );
     }
     assert!(!help.contains("../shared"), "{help}");
-    let search = store.cmd().args(["search", "--help"]).output().expect("help");
+    let search = store
+        .cmd()
+        .args(["search", "--help"])
+        .output()
+        .expect("help");
     let search = String::from_utf8_lossy(&search.stdout);
-    assert!(!search.contains("src/") && !search.contains("::"), "{search}");
-    let import = store.cmd().args(["import", "--help"]).output().expect("help");
+    assert!(
+        !search.contains("src/") && !search.contains("::"),
+        "{search}"
+    );
+    let import = store
+        .cmd()
+        .args(["import", "--help"])
+        .output()
+        .expect("help");
     let import = String::from_utf8_lossy(&import.stdout);
     assert!(import.lines().all(|l| l.chars().count() <= 100), "{import}");
     let version = store.cmd().arg("version").output().expect("version");
     assert!(String::from_utf8_lossy(&version.stdout).starts_with("knowledge-db "));
-    let bash = store.cmd().args(["completions", "bash"]).output().expect("bash");
+    let bash = store
+        .cmd()
+        .args(["completions", "bash"])
+        .output()
+        .expect("bash");
     let bash = String::from_utf8_lossy(&bash.stdout);
-    assert!(bash.contains("complete -F") && bash.contains("knowledge-db") && bash.contains("ingest"), "{bash}");
+    assert!(
+        bash.contains("complete -F") && bash.contains("knowledge-db") && bash.contains("ingest"),
+        "{bash}"
+    );
     let man = store.cmd().arg("man").output().expect("man");
     let man = String::from_utf8_lossy(&man.stdout);
     assert!(man.starts_with(".ie") || man.contains(".TH"), "{man}");
     assert!(man.contains("ingest"));
-    let page = store.cmd().args(["man", "search"]).output().expect("man search");
+    let page = store
+        .cmd()
+        .args(["man", "search"])
+        .output()
+        .expect("man search");
     assert!(String::from_utf8_lossy(&page.stdout).contains("knowledge\\-db\\-search"));
 }
 
@@ -404,12 +483,19 @@ fn an_ingest_left_without_vectors_says_the_upkeep_is_off() {
         .arg(common::samples().join("transcripts/7c2e9f10-4b3a-4d8e-9a61-2f5c0d8e1b47.jsonl.gz"))
         .output()
         .expect("ingest");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         said.contains("which is off (KNOWLEDGE_DB_UPKEEP=off is set in the environment)")
             && said.contains("knowledge-db embed"),
         "{said}"
     );
-    assert!(!said.contains("the background upkeep adds their vectors"), "{said}");
+    assert!(
+        !said.contains("the background upkeep adds their vectors"),
+        "{said}"
+    );
 }

@@ -117,8 +117,14 @@ fn a_new_user_ingests_is_interrupted_resumes_and_finds_the_work() {
     let positions = store.join("ingest");
     let started = Instant::now();
     while !std::fs::read_dir(&positions).is_ok_and(|mut d| d.next().is_some()) {
-        assert!(child.try_wait().expect("wait").is_none(), "ingest ended before its first commit");
-        assert!(started.elapsed() < Duration::from_secs(300), "no commit in 5 minutes");
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "ingest ended before its first commit"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "no commit in 5 minutes"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     // SAFETY: signals our own child.
@@ -140,9 +146,19 @@ fn a_new_user_ingests_is_interrupted_resumes_and_finds_the_work() {
             && stderr.contains("Run the same command again"),
         "{stderr}"
     );
-    let kept = json(&store, &["stats"])["records"].as_u64().expect("records");
+    let kept = json(&store, &["stats"])["records"]
+        .as_u64()
+        .expect("records");
     assert!(kept > 0, "the committed steps were lost");
-    assert_eq!(kdb(&store).arg("verify").output().expect("verify").status.code(), Some(0));
+    assert_eq!(
+        kdb(&store)
+            .arg("verify")
+            .output()
+            .expect("verify")
+            .status
+            .code(),
+        Some(0)
+    );
 
     // The same command again goes on and finishes.
     let rerun = kdb(&store)
@@ -150,7 +166,11 @@ fn a_new_user_ingests_is_interrupted_resumes_and_finds_the_work() {
         .arg(&projects)
         .output()
         .expect("rerun");
-    assert!(rerun.status.success(), "{}", String::from_utf8_lossy(&rerun.stderr));
+    assert!(
+        rerun.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rerun.stderr)
+    );
     // Exactly what one uninterrupted ingest stores: nothing lost, nothing twice.
     let clean = dir.path().join("clean");
     kdb(&clean).arg("init").assert().success();
@@ -161,13 +181,24 @@ fn a_new_user_ingests_is_interrupted_resumes_and_finds_the_work() {
         .success();
     let (resumed, whole) = (ids(&store), ids(&clean));
     assert!(resumed.len() as u64 > kept, "the rerun added nothing");
-    assert_eq!(resumed, whole, "the resumed store differs from a clean ingest");
+    assert_eq!(
+        resumed, whole,
+        "the resumed store differs from a clean ingest"
+    );
 
     // search: a session id shortened to its first 8 characters narrows to
     // that session, and a session's first prompt is turn 1.
     let hits = json(
         &store,
-        &["search", "error", "--all-projects", "--mode", "bm25", "-k", "20"],
+        &[
+            "search",
+            "error",
+            "--all-projects",
+            "--mode",
+            "bm25",
+            "-k",
+            "20",
+        ],
     );
     let hit = hits["results"]
         .as_array()
@@ -178,7 +209,15 @@ fn a_new_user_ingests_is_interrupted_resumes_and_finds_the_work() {
     let short = &session[..8];
     let narrowed = json(
         &store,
-        &["search", "error", "--all-projects", "--mode", "bm25", "--session", short],
+        &[
+            "search",
+            "error",
+            "--all-projects",
+            "--mode",
+            "bm25",
+            "--session",
+            short,
+        ],
     );
     let results = narrowed["results"].as_array().expect("results");
     assert!(!results.is_empty(), "--session {short} kept nothing");
@@ -187,7 +226,10 @@ fn a_new_user_ingests_is_interrupted_resumes_and_finds_the_work() {
         .iter()
         .filter_map(|h| h["start_turn"].as_u64())
         .collect();
-    assert!(turns.iter().all(|&t| t >= 1), "a turn 0 is cited: {turns:?}");
+    assert!(
+        turns.iter().all(|&t| t >= 1),
+        "a turn 0 is cited: {turns:?}"
+    );
 
     // show with the short id reads the session, from turn 1; an old
     // citation's `0-0` is read as turn 1, with a note.
@@ -195,12 +237,20 @@ fn a_new_user_ingests_is_interrupted_resumes_and_finds_the_work() {
         .args(["show", "--session", short, "--turns", "1"])
         .output()
         .expect("show");
-    assert!(show.status.success(), "{}", String::from_utf8_lossy(&show.stderr));
+    assert!(
+        show.status.success(),
+        "{}",
+        String::from_utf8_lossy(&show.stderr)
+    );
     let old = kdb(&store)
         .args(["show", "--session", short, "--turns", "0-0"])
         .output()
         .expect("show 0-0");
-    assert!(old.status.success(), "{}", String::from_utf8_lossy(&old.stderr));
+    assert!(
+        old.status.success(),
+        "{}",
+        String::from_utf8_lossy(&old.stderr)
+    );
     assert!(String::from_utf8_lossy(&old.stderr).contains("turns count from 1"));
     assert_eq!(show.stdout, old.stdout);
 
@@ -274,6 +324,9 @@ fn the_quick_starts_add_works_and_a_missing_file_is_named() {
         .expect("add");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("no such file or folder") && err.contains("notes.json"), "{err}");
+    assert!(
+        err.contains("no such file or folder") && err.contains("notes.json"),
+        "{err}"
+    );
     assert!(!err.contains("invalid input record"), "{err}");
 }

@@ -13,14 +13,26 @@ use clap::{Args, CommandFactory, ValueEnum};
 /// its line in the top-level help.
 pub const EVERYDAY: [(&str, &str); 10] = [
     ("init", "Create a store (a new or empty folder only)"),
-    ("ingest", "Store agent transcripts: Claude Code, OpenClaw, any JSONL"),
+    (
+        "ingest",
+        "Store agent transcripts: Claude Code, OpenClaw, any JSONL",
+    ),
     ("search", "Find past work by words, names, files or meaning"),
     ("show", "Read a session's raw turns"),
     ("get", "Print records by id"),
-    ("add", "Add records from JSON or JSONL (segments, tasks, notes)"),
-    ("forget", "Remove a record, a session or some words for good"),
+    (
+        "add",
+        "Add records from JSON or JSONL (segments, tasks, notes)",
+    ),
+    (
+        "forget",
+        "Remove a record, a session or some words for good",
+    ),
     ("ui", "Look through the store in a browser"),
-    ("hook", "Claude Code: install the hooks, check them (hook doctor)"),
+    (
+        "hook",
+        "Claude Code: install the hooks, check them (hook doctor)",
+    ),
     ("stats", "What the store holds, and its size on disk"),
 ];
 
@@ -59,7 +71,11 @@ pub fn template() -> String {
     }
     out.push_str("\nAdvanced commands:\n");
     for (area, names) in ADVANCED {
-        out.push_str(&format!("  {:<10} {}\n", format!("{area}:"), names.join(", ")));
+        out.push_str(&format!(
+            "  {:<10} {}\n",
+            format!("{area}:"),
+            names.join(", ")
+        ));
     }
     out.push_str("\nOptions:\n{options}{after-help}");
     out
@@ -185,7 +201,10 @@ mod tests {
             );
         }
         for name in &grouped {
-            assert!(command.find_subcommand(name).is_some(), "no command `{name}`");
+            assert!(
+                command.find_subcommand(name).is_some(),
+                "no command `{name}`"
+            );
         }
     }
 }

@@ -257,12 +257,16 @@ const SHORT_ID: usize = 8;
 fn where_from(hit: &knowledge_db::search::Hit) -> Vec<String> {
     let short = |id: &str| -> String { id.chars().take(SHORT_ID).collect() };
     let mut meta = Vec::new();
-    let id = match hit
-        .session_id
-        .as_deref()
-        .and_then(|s| hit.id.strip_prefix(s).and_then(|rest| rest.strip_prefix(':')))
-    {
-        Some(rest) => format!("{}:{}", short(hit.session_id.as_deref().unwrap_or("")), short(rest)),
+    let id = match hit.session_id.as_deref().and_then(|s| {
+        hit.id
+            .strip_prefix(s)
+            .and_then(|rest| rest.strip_prefix(':'))
+    }) {
+        Some(rest) => format!(
+            "{}:{}",
+            short(hit.session_id.as_deref().unwrap_or("")),
+            short(rest)
+        ),
         None => hit.id.clone(),
     };
     meta.push(format!("{} {id}", hit.kind));

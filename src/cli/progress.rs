@@ -250,8 +250,16 @@ mod tests {
     #[test]
     fn the_time_left_waits_for_enough_to_go_on_and_follows_the_average() {
         assert_eq!(time_left(0, 100, Duration::from_secs(10)), None);
-        assert_eq!(time_left(1, 1000, Duration::from_secs(10)), None, "under 2%");
-        assert_eq!(time_left(50, 100, Duration::from_secs(1)), None, "too early");
+        assert_eq!(
+            time_left(1, 1000, Duration::from_secs(10)),
+            None,
+            "under 2%"
+        );
+        assert_eq!(
+            time_left(50, 100, Duration::from_secs(1)),
+            None,
+            "too early"
+        );
         assert_eq!(
             time_left(50, 100, Duration::from_secs(10)),
             Some(Duration::from_secs(10))
@@ -277,7 +285,10 @@ mod tests {
         p.phase("Reading", "files", 288);
         p.set(12, 288, "1,200 messages read");
         let lines = p.captured.clone().unwrap_or_default();
-        assert_eq!(lines[0], "ingest: reading starting".replace("starting", "0/288 files"));
+        assert_eq!(
+            lines[0],
+            "ingest: reading starting".replace("starting", "0/288 files")
+        );
         // The next line waits PLAIN_EVERY: no flood of lines.
         assert_eq!(lines.len(), 1);
     }

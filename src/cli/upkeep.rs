@@ -94,7 +94,11 @@ pub(crate) fn run(root: &Path, args: UpkeepArgs) -> anyhow::Result<ExitCode> {
     } else if report.another_worker {
         println!(
             "a background upkeep worker is already running; {}",
-            describe(&upkeep::status(&store), store.records_without_vector()?, None)
+            describe(
+                &upkeep::status(&store),
+                store.records_without_vector()?,
+                None
+            )
         );
     } else {
         let reembedded = match report.reembedded {
@@ -174,15 +178,56 @@ fn pace(status: &Status, waiting: u64) -> Option<String> {
     if status.embedded == 0 || elapsed.as_secs() == 0 {
         return None;
     }
+    // Drafts wait first; then the drafts the full model makes again.
+    let waiting = if waiting > 0 {
+        waiting
+    } else {
+        status.vectors_outdated
+    };
     let per_second = status.embedded as f64 / elapsed.as_secs_f64();
     let mut text = format!("{per_second:.0} vectors/s");
     match super::progress::time_left(status.embedded, status.embedded + waiting, elapsed) {
-        Some(left) => text.push_str(&format!(
-            ", about {} left",
-            super::progress::duration(left)
-        )),
+        Some(left) => text.push_str(&format!(", about {} left", super::progress::duration(left))),
         None if waiting > 0 => text.push_str(", time left not known yet"),
         None => {}
     }
     Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn running(seconds_ago: i64, embedded: u64) -> Status {
+        let now =
+            knowledge_db::record::parse::parse_time(&knowledge_db::now_rfc3339()).expect("now");
+        Status {
+            running: true,
+            pid: Some(4242),
+            started_at: Some(knowledge_db::record::parse::format_time(now - seconds_ago)),
+            step: Some("vectors".into()),
+            embedded,
+            ..Status::default()
+        }
+    }
+
+    #[test]
+    fn a_running_worker_says_its_rate_and_the_time_left() {
+        let line = describe(&running(100, 1000), 1000, None);
+        assert!(line.contains("10 vectors/s, about 1m 40s left"), "{line}");
+    }
+
+    #[test]
+    fn an_upkeep_turned_off_says_so_and_why() {
+        let line = describe(
+            &Status::default(),
+            3,
+            Some("KNOWLEDGE_DB_UPKEEP=off is set in the environment"),
+        );
+        assert!(
+            line.starts_with("off (KNOWLEDGE_DB_UPKEEP=off is set in the environment)"),
+            "{line}"
+        );
+        assert!(describe(&Status::default(), 3, None).starts_with("idle"));
+    }
 }

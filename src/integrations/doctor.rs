@@ -577,7 +577,10 @@ fn check_upkeep(store: &Store, checks: &mut Checks) {
     match &status.last_error {
         Some(error) => checks.warn(
             "upkeep",
-            format!("the last background run failed at {}: {}", error.at, error.message),
+            format!(
+                "the last background run failed at {}: {}",
+                error.at, error.message
+            ),
             "run `knowledge-db --store <store> upkeep` to see it fail in the foreground",
         ),
         None if !crate::upkeep::enabled(store) => {
@@ -592,7 +595,10 @@ fn check_upkeep(store: &Store, checks: &mut Checks) {
         None => checks.ok(
             "upkeep",
             if status.running {
-                format!("a worker is running: {} vectors computed, {waiting} waiting", status.embedded)
+                format!(
+                    "a worker is running: {} vectors computed, {waiting} waiting",
+                    status.embedded
+                )
             } else {
                 format!("idle; {waiting} records wait for a vector")
             },
@@ -677,7 +683,10 @@ mod tests {
     #[test]
     fn the_fix_for_an_upkeep_turned_off_names_the_switch_that_did_it() {
         let env = upkeep_off_fix("KNOWLEDGE_DB_UPKEEP=off is set in the environment");
-        assert!(env.contains("unset KNOWLEDGE_DB_UPKEEP") && !env.contains("enabled = true"), "{env}");
+        assert!(
+            env.contains("unset KNOWLEDGE_DB_UPKEEP") && !env.contains("enabled = true"),
+            "{env}"
+        );
         let config = upkeep_off_fix("`[upkeep] enabled = false` in /s/config.toml");
         assert!(config.contains("enabled = true"), "{config}");
     }

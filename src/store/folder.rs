@@ -111,9 +111,7 @@ fn holds_store_config(path: &Path) -> bool {
         return true;
     };
     match toml::from_str::<toml::Table>(&text) {
-        Ok(table) => table
-            .get("format_version")
-            .is_some_and(|v| v.is_integer()),
+        Ok(table) => table.get("format_version").is_some_and(|v| v.is_integer()),
         // A damaged store config is still a store's if the text index is
         // beside it; opening it names the parse error.
         Err(_) => path.with_file_name("text").is_dir(),

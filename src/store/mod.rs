@@ -25,8 +25,8 @@ pub use crate::index::lookup::IdLookup;
 pub(crate) use crate::index::lookup::{clean_writer, first_live_doc};
 mod add;
 pub mod config;
-pub mod folder;
 mod embedding;
+pub mod folder;
 pub mod guard;
 mod limits;
 pub mod lock;
@@ -240,7 +240,8 @@ impl Store {
         }
         // A `config.toml` of something else (a site's, a tool's) does not
         // make a store.
-        let config = Config::load(&config_path).map_err(|e| folder::no_store_error(root).unwrap_or(e))?;
+        let config =
+            Config::load(&config_path).map_err(|e| folder::no_store_error(root).unwrap_or(e))?;
         if config.format_version != FORMAT_VERSION {
             return Err(Error::FormatVersion {
                 path: root.to_path_buf(),

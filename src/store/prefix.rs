@@ -136,7 +136,9 @@ mod tests {
         );
         let full = "2cfdacb8-1111-4000-8000-000000000000";
         assert_eq!(resolve_session(&store, full).expect("exact"), full);
-        let err = resolve_session(&store, "2cfdacb8").expect_err("ambiguous").to_string();
+        let err = resolve_session(&store, "2cfdacb8")
+            .expect_err("ambiguous")
+            .to_string();
         assert!(
             err.contains("ambiguous")
                 && err.contains("2cfdacb8-1111")

@@ -254,7 +254,11 @@ pub fn sessions(viewer: &Viewer, params: &Params) -> Result<Reply> {
         .take(limit)
         .map(|s| {
             let mut entry = serde_json::to_value(s).map_err(json_error)?;
-            entry["title"] = json!(browse::session_title(engine.searcher(), fields, &s.session_id)?);
+            entry["title"] = json!(browse::session_title(
+                engine.searcher(),
+                fields,
+                &s.session_id
+            )?);
             Ok(entry)
         })
         .collect::<Result<Vec<Value>>>()?;
@@ -291,7 +295,8 @@ fn summary_json(record: &Record) -> Value {
 /// `GET api/session?id=`: a session's segments and task summaries (by turn)
 /// and its compression queue.
 pub fn session(viewer: &Viewer, params: &Params) -> Result<Reply> {
-    let id = &crate::store::prefix::resolve_session(viewer.service.store(), required(params, "id")?)?;
+    let id =
+        &crate::store::prefix::resolve_session(viewer.service.store(), required(params, "id")?)?;
     let engine = viewer.service.engine()?;
     let searcher = engine.searcher();
     let fields = viewer.service.store().fields();
@@ -331,14 +336,22 @@ pub fn session(viewer: &Viewer, params: &Params) -> Result<Reply> {
 /// hooks never followed the session and its transcript is gone), the stored
 /// messages by conversation turn instead, said so in `clock`.
 pub fn turns(viewer: &Viewer, params: &Params) -> Result<Reply> {
-    let session =
-        &crate::store::prefix::resolve_session(viewer.service.store(), required(params, "session")?)?;
+    let session = &crate::store::prefix::resolve_session(
+        viewer.service.store(),
+        required(params, "session")?,
+    )?;
     // `message=ID`: from the turn that holds that stored message (a search
     // hit's link), whatever clock its own turn number is on.
     let at_message = match text(params, "message") {
         Some(id) => crate::tiers::find(viewer.service.store(), id)?
             .and_then(|found| found.record().source.pointer("/origin/line")?.as_u64())
-            .map(|line| crate::integrations::hooks::turns::turn_of_line(viewer.service.store().root(), session, line))
+            .map(|line| {
+                crate::integrations::hooks::turns::turn_of_line(
+                    viewer.service.store().root(),
+                    session,
+                    line,
+                )
+            })
             .transpose()
             .unwrap_or(None),
         None => None,
@@ -580,10 +593,12 @@ pub fn forget(viewer: &Viewer, request: &DeleteRequest) -> Result<Reply> {
     }
     let store = viewer.service.store();
     let what = match (&request.session, request.ids.is_empty()) {
-        (Some(session), true) => ForgetWhat::Session(crate::store::prefix::resolve_session(
-            store, session,
-        )?),
-        (None, false) if request.ids.len() <= MAX_DELETE_IDS => ForgetWhat::Ids(request.ids.clone()),
+        (Some(session), true) => {
+            ForgetWhat::Session(crate::store::prefix::resolve_session(store, session)?)
+        }
+        (None, false) if request.ids.len() <= MAX_DELETE_IDS => {
+            ForgetWhat::Ids(request.ids.clone())
+        }
         (None, false) => {
             return Err(Error::Usage(format!(
                 "{} ids in one forget; at most {MAX_DELETE_IDS}",

@@ -617,7 +617,10 @@ pub fn ingest(
     let mut parse_time = Duration::ZERO;
     let mut parents = ParentSessions::default();
     for (i, path) in files.iter().enumerate() {
-        if options.stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
+        if options
+            .stop
+            .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+        {
             report.interrupted = true;
             break;
         }
@@ -648,7 +651,8 @@ pub fn ingest(
             step.redacted.absorb(&found);
             step.records
                 .extend(part_records.into_iter().map(|r| (rank.clone(), r)));
-            step.states.push(next_state(&transcript, &part, store.redactor())?);
+            step.states
+                .push(next_state(&transcript, &part, store.redactor())?);
         }
         report.add_file(&transcript);
         at.files_done = i + 1;
