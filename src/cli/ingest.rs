@@ -13,17 +13,19 @@ use knowledge_db::transcript::{find_files, Format};
 
 pub const AFTER_HELP: &str = "\
 Examples:
+  knowledge-db ingest ~/.claude/projects                     # every session you have
   knowledge-db ingest ~/.claude/projects/-home-me-proj/4f1c9a2e.jsonl
   knowledge-db ingest ~/.claude/projects/-home-me-proj/ --namespace proj --embed later
   knowledge-db ingest ~/.openclaw/agents/main/sessions/ --format openclaw
-  knowledge-db ingest --dry-run ../shared/eval/transcripts/claude-code-entire-cli --json
+  knowledge-db ingest --dry-run ~/.claude/projects --json   # read and count only
 
-Each message becomes a `message` record (id <session>:<message uuid>) with its role,
-turn (the session's Nth prompt and what answered it, from 1), timestamp, tool names,
-commands and file paths. Running ingest again on a transcript that grew reads and adds
-only the new part; unchanged messages are not rewritten. Records are committed every
-8,192 or so: Ctrl-C stops after the current step, keeps what was stored and says so,
-and running the same command again goes on from there. Folders are searched for .jsonl, .jsonl.gz and .json files (subagent
+Each message becomes a `message` record (id <session>:<message uuid>) with its
+role, turn (the session's Nth prompt and what answered it, from 1), timestamp,
+tool names, commands and file paths. Running ingest again on a transcript that
+grew reads and adds only the new part; unchanged messages are not rewritten.
+Records are committed every 8,192 or so: Ctrl-C stops after the current step,
+keeps what was stored and says so, and the same command again goes on from
+there. Folders are searched for .jsonl, .jsonl.gz and .json files (subagent
 transcripts included). --dry-run reads and counts without a store.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

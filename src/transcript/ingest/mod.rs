@@ -602,12 +602,19 @@ pub fn ingest(
     };
     let writing = store.filter(|_| !options.dry_run);
     let added_at = crate::now_rfc3339();
+    // Larger files first: of two copies of one session (a checkpoint copy
+    // and the whole file) the more complete is then stored first and the
+    // other left out, instead of being stored in one step and replaced in a
+    // later one. The outcome is the same either way (see
+    // `most_complete_copies`); a first ingest then reports no updates.
+    let mut sized: Vec<(u64, &PathBuf)> = files
+        .iter()
+        .map(|p| (std::fs::metadata(p).map_or(0, |m| m.len()), p))
+        .collect();
+    sized.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
     let mut at = IngestProgress {
         files_total: files.len(),
-        bytes_total: files
-            .iter()
-            .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
-            .sum(),
+        bytes_total: sized.iter().map(|(size, _)| size).sum(),
         ..IngestProgress::default()
     };
     let mut step = Step::default();
@@ -616,7 +623,7 @@ pub fn ingest(
     let mut committed = false;
     let mut parse_time = Duration::ZERO;
     let mut parents = ParentSessions::default();
-    for (i, path) in files.iter().enumerate() {
+    for (i, &(size, path)) in sized.iter().enumerate() {
         if options
             .stop
             .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
@@ -656,7 +663,7 @@ pub fn ingest(
         }
         report.add_file(&transcript);
         at.files_done = i + 1;
-        at.bytes_done += std::fs::metadata(path).map_or(0, |m| m.len());
+        at.bytes_done += size;
         at.messages_read = report.messages;
         if let Some(store) = writing.filter(|_| step.records.len() >= per_commit) {
             let more_to_come = i + 1 < files.len();
