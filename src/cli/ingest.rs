@@ -154,6 +154,7 @@ pub fn run(root: &std::path::Path, args: IngestArgs) -> anyhow::Result<ExitCode>
         embedder.as_mut().map(|e| e.as_mut() as &mut dyn Embedder),
         lock_timeout,
         &mut |at| {
+            progress.set_bytes(at.bytes_done, at.bytes_total);
             if at.storing {
                 progress.relabel("Storing");
                 progress.set(

@@ -37,6 +37,9 @@ pub struct Progress {
     total: u64,
     done: u64,
     note: String,
+    /// Bytes done of all, when the counted items differ in size (files):
+    /// the rate and the time left are then read from them.
+    bytes: Option<(u64, u64)>,
     /// When the first plain line is due (after [`PLAIN_FIRST`]).
     first_after: Duration,
     /// Plain lines kept instead of printed (the tests read them).
@@ -79,6 +82,7 @@ impl Progress {
             note: String::new(),
             first_after: PLAIN_FIRST,
             captured: None,
+            bytes: None,
         }
     }
 
@@ -126,6 +130,12 @@ impl Progress {
         }
     }
 
+    /// The bytes behind the count (files of different sizes): the rate is
+    /// given in MB/s and the time left follows the bytes, not the count.
+    pub fn set_bytes(&mut self, done: u64, total: u64) {
+        self.bytes = Some((done, total));
+    }
+
     /// Sets how far the phase is, and a note shown after the count.
     pub fn set(&mut self, done: u64, total: u64, note: impl Into<String>) {
         self.done = done;
@@ -147,10 +157,15 @@ impl Progress {
             group(self.total),
             self.unit
         )];
-        if self.done > 0 && elapsed >= Duration::from_millis(500) {
-            parts.push(rate(self.done as f64 / elapsed.as_secs_f64()));
+        let (done, total) = self.bytes.unwrap_or((self.done, self.total));
+        if done > 0 && elapsed >= Duration::from_millis(500) {
+            let per_second = done as f64 / elapsed.as_secs_f64();
+            parts.push(match self.bytes {
+                Some(_) => format!("{:.1} MB/s", per_second / 1e6),
+                None => rate(per_second),
+            });
         }
-        if let Some(left) = time_left(self.done, self.total, elapsed) {
+        if let Some(left) = time_left(done, total, elapsed) {
             parts.push(format!("about {} left", duration(left)));
         }
         if !self.note.is_empty() {

@@ -502,7 +502,8 @@ export function RecordView({ info, params }) {
         <tr><th>vector</th><td data-testid="vector-state">${record.vector}</td></tr>
         <tr><th>access count</th><td data-testid="access-count">${record.access.count}${record.access.last_accessed ? ` · last read ${when(record.access.last_accessed)}` : " · never read"}</td></tr>
         <tr><th>reads not yet folded</th><td>${readsLine(record.access.reads_not_folded)}</td></tr>
-        ${record.session_id && html`<tr><th>session</th><td><${SessionLink} session=${record.session_id} group=${record.project}>${record.session_id}<//>
+        ${record.session_id && html`<tr><th>session</th><td><${SessionLink} session=${record.session_id} group=${record.project}
+          turn=${record.start_turn} message=${record.kind === "message" ? record.id : undefined}>${record.session_id}<//>
           ${record.start_turn !== null ? ` · turn ${record.start_turn}${record.end_turn !== record.start_turn ? "–" + record.end_turn : ""}` : ""}</td></tr>`}
         <tr><th>came from</th><td data-testid="provenance">${provenance
           ? provenance.path
