@@ -118,9 +118,38 @@ pub enum Error {
     Input(InputErrors),
 
     /// No store at the folder (no `config.toml`).
+    /// Only for a folder that does not exist or is empty (see
+    /// [`Error::NotAStore`] and [`Error::StoreIsFile`] for the others), so
+    /// the suggested `init` harms nothing.
     #[error("no knowledge-db store at {}: create one with `knowledge-db init --store {}`", path.display(), path.display())]
     NoStore {
         /// Where a store was looked for.
+        path: PathBuf,
+    },
+
+    /// A folder that holds files but no store: knowledge-db neither opens nor
+    /// takes it over (`init` refuses it, and no command changes it).
+    #[error(
+        "{} holds {entries} entries but no knowledge-db store; knowledge-db keeps its store in a folder of its own \
+         and leaves this one as it is: point --store (or $KNOWLEDGE_DB_HOME) at a store, \
+         or at a new or empty folder to create one there",
+        path.display()
+    )]
+    NotAStore {
+        /// The folder.
+        path: PathBuf,
+        /// How many entries it holds.
+        entries: usize,
+    },
+
+    /// A store's path that names a file (or anything else that is not a folder).
+    #[error(
+        "{} is a file, not a store folder; point --store (or $KNOWLEDGE_DB_HOME) at a store's folder, \
+         or at a new or empty folder to create one there",
+        path.display()
+    )]
+    StoreIsFile {
+        /// The path.
         path: PathBuf,
     },
 

@@ -124,6 +124,25 @@ pub fn make_private(root: &Path) -> Result<usize> {
     Ok(loose.len())
 }
 
+/// Takes the permissions of group and others off the folder `dir` itself
+/// (not what is in it).
+pub fn make_private_folder(dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(dir)
+            .map_err(|e| Error::io(dir, e))?
+            .permissions()
+            .mode();
+        if mode & SHARED_BITS != 0 {
+            set_mode(dir, mode & !SHARED_BITS & 0o7777)?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
 /// Creates `dir` (and its missing parents) owner-only, whatever the umask.
 pub fn create_private_dir(dir: &Path) -> Result<()> {
     #[cfg(unix)]

@@ -69,6 +69,18 @@ pub fn read_records(
     stdin: &mut dyn Read,
     options: &ParseOptions,
 ) -> Result<ReadBatch> {
+    // A path that is not there is a mistake in the command, not a bad record.
+    let missing: Vec<String> = paths
+        .iter()
+        .filter(|p| p.as_os_str() != "-" && std::fs::symlink_metadata(p).is_err())
+        .map(|p| p.display().to_string())
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::Usage(format!(
+            "no such file or folder: {}; nothing was written",
+            missing.join(", ")
+        )));
+    }
     let limits = &store.config().limits;
     let read = read_paths(
         paths,

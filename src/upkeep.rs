@@ -140,6 +140,24 @@ pub fn enabled(store: &Store) -> bool {
     }
 }
 
+/// Why background upkeep is off, in words a user can act on
+/// (`KNOWLEDGE_DB_UPKEEP=off` in the environment, or `[upkeep] enabled =
+/// false` in config.toml); `None` when it is on.
+pub fn disabled_by(store: &Store) -> Option<String> {
+    if enabled(store) {
+        return None;
+    }
+    match std::env::var("KNOWLEDGE_DB_UPKEEP").ok().as_deref() {
+        Some(value @ ("off" | "0" | "false" | "no")) => Some(format!(
+            "KNOWLEDGE_DB_UPKEEP={value} is set in the environment"
+        )),
+        _ => Some(format!(
+            "`[upkeep] enabled = false` in {}",
+            store.root().join("config.toml").display()
+        )),
+    }
+}
+
 /// Work a store has waiting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Due {

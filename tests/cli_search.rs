@@ -65,15 +65,31 @@ fn results_carry_scores_snippets_highlights_and_citations() {
     assert_eq!(hit["scores"]["bm25_rank"], 1);
 }
 
+/// Matches are bold with `--color always` (on a terminal by default), and
+/// plain text when piped: never marks that collide with the Markdown in the
+/// text itself (`****The** Problem:**`; issue 50).
 #[test]
-fn text_output_marks_matches_when_piped() {
+fn text_output_marks_matches_in_bold_and_stays_plain_when_piped() {
     let store = sample_store();
+    store
+        .cmd()
+        .args(["search", "E0502", "--color", "always"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("\x1b[1mE0502\x1b[0m")
+                .and(predicate::str::contains("[segment]")),
+        );
     store
         .cmd()
         .args(["search", "E0502"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("**E0502**").and(predicate::str::contains("[segment]")));
+        .stdout(
+            predicate::str::contains("E0502")
+                .and(predicate::str::contains("**E0502**").not())
+                .and(predicate::str::contains("\x1b[").not()),
+        );
 }
 
 #[test]

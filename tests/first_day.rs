@@ -205,7 +205,10 @@ fn a_word_only_one_message_holds_is_recalled_through_an_everyday_frame() {
     // with the turn it answers as its context, so it holds the word too (in
     // real sessions that reply is often where the answer is). Nothing else.
     assert_eq!(ids.first(), Some(&"oc:4"), "{answer}");
-    assert!(ids.iter().all(|id| ["oc:4", "oc:5"].contains(id)), "{answer}");
+    assert!(
+        ids.iter().all(|id| ["oc:4", "oc:5"].contains(id)),
+        "{answer}"
+    );
     let unrelated = recall(
         &store,
         "/tmp",

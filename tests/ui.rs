@@ -71,13 +71,13 @@ impl Ui {
         (status, serde_json::from_str(&body).unwrap_or(Value::Null))
     }
 
-    /// POST a delete from the page's own origin.
-    fn delete(&self, body: &str) -> (u16, Value) {
+    /// POST a forget from the page's own origin.
+    fn forget(&self, body: &str) -> (u16, Value) {
         let origin = format!("http://{}", self.host());
         let (status, text) = http(
             self.port,
             "POST",
-            &format!("{}api/delete", self.base),
+            &format!("{}api/forget", self.base),
             &[
                 ("Host", &self.host()),
                 ("Origin", &origin),
@@ -401,11 +401,13 @@ fn the_timeline_groups_by_project_and_search_filters_by_project_and_origin() {
     assert_eq!(record["provenance"], Value::Null, "{record}");
 }
 
+/// The page forgets (both tiers, from disk, tombstoned as `forget` does)
+/// only when started with --allow-delete, only from its own origin.
 #[test]
-fn deletes_only_with_allow_delete_from_its_own_origin() {
+fn forgets_only_with_allow_delete_from_its_own_origin() {
     let store = store_with_samples();
     let ui = Ui::start(&store, &[]);
-    let (status, body) = ui.delete(r#"{"ids":["seg-auth-0001"]}"#);
+    let (status, body) = ui.forget(r#"{"ids":["seg-auth-0001"]}"#);
     assert_eq!(status, 403);
     assert!(body["error"]
         .as_str()
@@ -419,7 +421,7 @@ fn deletes_only_with_allow_delete_from_its_own_origin() {
     drop(ui);
 
     let ui = Ui::start(&store, &["--allow-delete"]);
-    let path = format!("{}api/delete", ui.base);
+    let path = format!("{}api/forget", ui.base);
     let host = ui.host();
     let json = ("Content-Type", "application/json");
     let body = r#"{"ids":["seg-auth-0001"]}"#;
@@ -443,31 +445,35 @@ fn deletes_only_with_allow_delete_from_its_own_origin() {
         );
     }
     let huge = format!(r#"{{"ids":["{}"]}}"#, "x".repeat(70_000));
-    assert_eq!(ui.delete(&huge).0, 413);
-    assert_eq!(ui.delete(r#"{"ids":[],"nonsense":1}"#).0, 400);
-    assert_eq!(ui.delete(r#"{}"#).0, 400);
+    assert_eq!(ui.forget(&huge).0, 413);
+    assert_eq!(ui.forget(r#"{"ids":[],"nonsense":1}"#).0, 400);
+    assert_eq!(ui.forget(r#"{}"#).0, 400);
     store
         .cmd()
         .args(["get", "seg-auth-0001"])
         .assert()
         .success();
 
-    let (status, report) = ui.delete(body);
+    let (status, report) = ui.forget(body);
     assert_eq!(status, 200, "{report}");
-    assert_eq!(report["deleted"][0], "seg-auth-0001");
+    assert_eq!(report["live"][0], "seg-auth-0001");
     store.cmd().args(["get", "seg-auth-0001"]).assert().code(1);
+    // Tombstoned as `forget` does: adding it again brings nothing back.
+    let listed = store.json(&["forget", "--list"]);
+    assert!(listed.to_string().contains("seg-auth-0001"), "{listed}");
 
-    // A whole session: every live record of it, through the same call.
+    // A whole session, named by the start of its id as the page shows it.
     let session = "9b7e11d0-55aa-4c1e-8f0e-6a2d4b9c0f33";
     let before = store.json(&["stats"])["records"].as_u64().unwrap_or(0);
-    let (status, report) = ui.delete(&format!(r#"{{"session":"{session}"}}"#));
+    let (status, report) = ui.forget(r#"{"session":"9b7e11d0"}"#);
     assert_eq!(status, 200, "{report}");
-    let deleted = report["deleted"].as_array().map_or(0, Vec::len) as u64;
-    assert!(deleted >= 4, "{report}");
-    assert_eq!(store.json(&["stats"])["records"], before - deleted);
+    assert_eq!(report["session"], session, "{report}");
+    let forgotten = report["forgotten"].as_u64().unwrap_or(0);
+    assert!(forgotten >= 4, "{report}");
+    assert_eq!(store.json(&["stats"])["records"], before - forgotten);
     let (_, after) = ui.get(&format!("api/session?id={session}"));
     assert_eq!(after["summaries"], Value::Array(vec![]));
-    let (status, _) = ui.delete(&format!(r#"{{"session":"{session}"}}"#));
+    let (status, _) = ui.forget(&format!(r#"{{"session":"{session}"}}"#));
     assert_eq!(status, 404);
     let (code, stderr) = ui.interrupt();
     assert_eq!(code, Some(0), "{stderr}");

@@ -155,7 +155,7 @@ pub(super) struct SearchArgs {
     #[arg(long, value_name = "NAME")]
     pub(super) origin: Option<String>,
 
-    /// Only records of this session
+    /// Only records of this session (any unique start of its id, as git takes short commit ids)
     #[arg(long, value_name = "ID")]
     pub(super) session: Option<String>,
 
@@ -205,6 +205,10 @@ pub(super) struct SearchArgs {
     #[arg(long)]
     pub(super) explain: bool,
 
+    /// Mark matched words in bold: auto (on a terminal, unless NO_COLOR is set), always, never
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorWhen::Auto)]
+    pub(super) color: ColorWhen,
+
     /// Output: text, json (same as --json), or openclaw (OpenClaw's memory_search payload)
     #[arg(long, value_enum, default_value_t = SearchFormat::Text)]
     pub(super) format: SearchFormat,
@@ -212,6 +216,28 @@ pub(super) struct SearchArgs {
     /// Print JSON instead of text
     #[arg(long)]
     pub(super) json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(super) enum ColorWhen {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorWhen {
+    /// Whether to color stdout.
+    pub(super) fn on(self) -> bool {
+        use std::io::IsTerminal;
+        match self {
+            ColorWhen::Always => true,
+            ColorWhen::Never => false,
+            ColorWhen::Auto => {
+                std::io::stdout().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -18,26 +18,33 @@ use knowledge_db::store::Store;
 
 pub const AFTER_HELP: &str = "\
 Examples:
-  knowledge-db import --from claude-mem --dry-run        # what would come in, nothing written
-  knowledge-db import --from claude-mem                  # ~/.claude-mem/claude-mem.db
-  knowledge-db import --from basic-memory ~/notes        # a basic-memory project folder
-  knowledge-db import --from openclaw                    # ~/.openclaw/workspace: MEMORY.md, memory/*.md
+  knowledge-db import --from claude-mem --dry-run   # what would come in
+  knowledge-db import --from claude-mem             # ~/.claude-mem/claude-mem.db
+  knowledge-db import --from basic-memory ~/notes   # a project folder
+  knowledge-db import --from openclaw               # MEMORY.md, memory/*.md
   knowledge-db import --from mempalace ~/.mempalace/palace
   knowledge-db import --from mem0 mem0-export.json --namespace team
 
-Without PATH each tool is read where it keeps its data: claude-mem ~/.claude-mem/,
-mempalace the palace_path of ~/.mempalace/config.json (else ~/.mempalace/palace/),
-basic-memory the default project of ~/.basic-memory/config.json (else
-~/basic-memory/), openclaw ~/.openclaw/workspace/. mem0 keeps no file of its own: export `get_all` to a JSON
-or JSONL file and give its path.
+Without PATH each tool is read where it keeps its data:
+  claude-mem    ~/.claude-mem/
+  mempalace     the palace_path of ~/.mempalace/config.json,
+                else ~/.mempalace/palace/
+  basic-memory  the default project of ~/.basic-memory/config.json,
+                else ~/basic-memory/
+  openclaw      ~/.openclaw/workspace/
+  mem0          keeps no file of its own: export `get_all` to a JSON or
+                JSONL file and give its path
 
-Every item becomes the record kind that fits (claude-mem observations and session
-summaries are segments with key_files and key_decisions, its prompts messages
-with --with-prompts; the others notes), with its time, project, files and tags, its id at the source in
-metadata.origin, and the id <tool>:<source id>. Running import again adds nothing
-new and updates only what changed at the source. The source is read and checked
-whole first: a damaged source is named (file, line, table) and nothing is written.
-Secrets are redacted before anything is stored. See docs/import.md.";
+Every item becomes the record kind that fits (claude-mem observations and
+session summaries are segments with key_files and key_decisions, its prompts
+messages with --with-prompts; the others notes), with its time, project, files
+and tags, its id at the source in metadata.origin, and the id <tool>:<source
+id>.
+
+Running import again adds nothing new and updates only what changed at the
+source. The source is read and checked whole first: a damaged source is named
+(file, line, table) and nothing is written. Secrets are redacted before anything
+is stored. See docs/import.md.";
 
 /// The tools `--from` takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -195,7 +202,7 @@ pub fn run(root: &Path, args: ImportArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         output::print_json(&report)?;
     } else {
-        print_report(&report);
+        print_report(&report, store.as_ref());
     }
     if let (Some(store), Some(added)) = (&store, &report.store) {
         let waiting = added.without_vector as u64;
@@ -214,7 +221,7 @@ fn library_error(error: ImportError) -> anyhow::Error {
     }
 }
 
-fn print_report(r: &ImportReport) {
+fn print_report(r: &ImportReport, store: Option<&Store>) {
     let p = &r.plan;
     let counts: Vec<String> = p
         .source_counts
@@ -268,11 +275,7 @@ fn print_report(r: &ImportReport) {
         None => println!("nothing written (--dry-run)"),
     }
     if r.vectors_deferred > 0 {
-        println!(
-            "{} records are searchable by their words now; the background upkeep adds their \
-             vectors: `knowledge-db upkeep --status` shows progress, `--embed now` embeds before returning",
-            r.vectors_deferred
-        );
+        println!("{}", output::vectors_deferred(r.vectors_deferred, store));
     }
 }
 

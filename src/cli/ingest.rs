@@ -13,15 +13,19 @@ use knowledge_db::transcript::{find_files, Format};
 
 pub const AFTER_HELP: &str = "\
 Examples:
+  knowledge-db ingest ~/.claude/projects                     # every session you have
   knowledge-db ingest ~/.claude/projects/-home-me-proj/4f1c9a2e.jsonl
   knowledge-db ingest ~/.claude/projects/-home-me-proj/ --namespace proj --embed later
   knowledge-db ingest ~/.openclaw/agents/main/sessions/ --format openclaw
-  knowledge-db ingest --dry-run ../shared/eval/transcripts/claude-code-entire-cli --json
+  knowledge-db ingest --dry-run ~/.claude/projects --json   # read and count only
 
-Each message becomes a `message` record (id <session>:<message uuid>) with its role,
-turn index, timestamp, tool names, commands and file paths. Running ingest again on a
-transcript that grew reads and adds only the new part; unchanged messages are not
-rewritten. Folders are searched for .jsonl, .jsonl.gz and .json files (subagent
+Each message becomes a `message` record (id <session>:<message uuid>) with its
+role, turn (the session's Nth prompt and what answered it, from 1), timestamp,
+tool names, commands and file paths. Running ingest again on a transcript that
+grew reads and adds only the new part; unchanged messages are not rewritten.
+Records are committed every 8,192 or so: Ctrl-C stops after the current step,
+keeps what was stored and says so, and the same command again goes on from
+there. Folders are searched for .jsonl, .jsonl.gz and .json files (subagent
 transcripts included). --dry-run reads and counts without a store.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -80,8 +84,11 @@ pub struct IngestArgs {
     #[command(flatten)]
     common: TranscriptStoreArgs,
 
-    /// Embed now, or later (`knowledge-db embed` adds the vectors)
-    /// [default: `embedding.on_add` in config.toml, else now]
+    /// Embed now (before returning), or later (`knowledge-db embed` or the
+    /// background upkeep adds the vectors). Without the flag: `embedding.on_add`
+    /// of config.toml ("now" in a new store), except that a run of more than
+    /// `embedding.ingest_inline_max` records (1,000) is stored without vectors
+    /// at once and the background upkeep embeds it; `--embed now` always embeds
     #[arg(long, value_enum)]
     embed: Option<EmbedWhen>,
 
@@ -108,6 +115,7 @@ pub fn run(root: &std::path::Path, args: IngestArgs) -> anyhow::Result<ExitCode>
             (Some(store), None) => Some(store.config().embedding.ingest_inline_max),
             _ => None,
         },
+        stop: None,
     };
     let mut embedder = match (&store, args.embed) {
         (None, _) => None,
@@ -133,33 +141,79 @@ pub fn run(root: &std::path::Path, args: IngestArgs) -> anyhow::Result<ExitCode>
         .as_ref()
         .map(|s| s.lock_timeout(common.lock_timeout))
         .unwrap_or_default();
-    let bar = output::progress_bar();
-    bar.set_message("reading transcripts");
+    let options = IngestOptions {
+        stop: Some(super::interrupt::catch()),
+        ..options
+    };
+    let mut progress = super::progress::Progress::new("ingest");
+    progress.phase("Reading", "files", files.len() as u64);
     let report = ingest(
         store.as_ref(),
         &files,
         &options,
         embedder.as_mut().map(|e| e.as_mut() as &mut dyn Embedder),
         lock_timeout,
-        &mut |done, total| {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
+        &mut |at| {
+            progress.set_bytes(at.bytes_done, at.bytes_total);
+            if at.storing {
+                progress.relabel("Storing");
+                progress.set(
+                    at.files_done as u64,
+                    at.files_total as u64,
+                    format!(
+                        "committing {} records ({} stored before)",
+                        super::progress::group(at.records_storing as u64),
+                        super::progress::group(at.records_stored as u64)
+                    ),
+                );
+            } else {
+                progress.relabel("Reading");
+                progress.set(
+                    at.files_done as u64,
+                    at.files_total as u64,
+                    format!(
+                        "{} messages read, {} stored",
+                        super::progress::group(at.messages_read as u64),
+                        super::progress::group(at.records_stored as u64)
+                    ),
+                );
+            }
         },
     )?;
-    bar.finish_and_clear();
+    progress.finish();
     if common.json {
         output::print_json(&report)?;
     } else {
-        print_report(&report);
+        print_report(&report, store.as_ref());
     }
     if let Some(store) = &store {
         let waiting = report.store.as_ref().map(|s| s.without_vector as u64);
         super::after_write(store, waiting.filter(|&n| n > 0));
     }
+    if report.interrupted {
+        let stored = report.store.as_ref();
+        eprintln!(
+            "interrupted: {} of {} transcripts read; {}. Run the same command again to go on \
+             from where it stopped (files already stored are not read again).",
+            report.files.len(),
+            files.len(),
+            match stored {
+                Some(s) => format!(
+                    "their {} messages are stored and searchable ({} added, {} updated, {} unchanged)",
+                    s.added + s.updated + s.unchanged,
+                    s.added,
+                    s.updated,
+                    s.unchanged
+                ),
+                None => "nothing was written (--dry-run)".to_string(),
+            }
+        );
+        return Ok(ExitCode::from(super::interrupt::EXIT_INTERRUPTED));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_report(r: &IngestReport) {
+fn print_report(r: &IngestReport, store: Option<&Store>) {
     println!(
         "read {} transcript{} ({}, {} lines): {} messages, {} tool calls, {} lines skipped ({} not JSON, {} of unknown type), parsed at {:.1} MB/s",
         r.files.len(),
@@ -204,12 +258,7 @@ fn print_report(r: &IngestReport) {
         None => println!("nothing written (--dry-run)"),
     }
     if r.vectors_deferred > 0 {
-        println!(
-            "{} records are searchable by their words now; the background upkeep adds their \
-             vectors (int8 drafts first, then the full model): `knowledge-db upkeep --status` \
-             shows progress, `--embed now` embeds before returning",
-            r.vectors_deferred
-        );
+        println!("{}", output::vectors_deferred(r.vectors_deferred, store));
     }
     if let Some(s) = r.store.as_ref().filter(|s| !s.redacted.is_empty()) {
         println!("before storing: {}", s.redacted);

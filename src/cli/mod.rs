@@ -10,13 +10,16 @@ mod bench;
 mod context;
 mod eval_output;
 mod export;
+mod help;
 mod hook;
 mod import;
 mod ingest;
 mod install;
+mod interrupt;
 mod mcp;
 mod output;
 mod privacy;
+mod progress;
 mod qmd;
 mod records;
 mod roll;
@@ -31,7 +34,7 @@ mod verify;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use args::*;
 use knowledge_db::embed::{Embedder, OnnxEmbedder, Workload};
@@ -40,22 +43,13 @@ use knowledge_db::store::{default_root, Store};
 use records::{add, delete, embed, get, init, stats};
 use search::{bench_gen, engine_for, eval};
 
-const AFTER_HELP: &str = "\
-Examples:
-  knowledge-db init
-  knowledge-db add compressed_context/ notes.jsonl
-  knowledge-db search \"oauth token refresh\" --since 7d
-  knowledge-db search parseConfig --file src/config.rs --json
-  knowledge-db eval --corpus ../shared/eval/scifact-dev
-
-The store lives in --store DIR, else $KNOWLEDGE_DB_HOME, else ~/.local/share/knowledge-db.";
-
-/// knowledge-db: long-term memory for AI coding agents.
+/// knowledge-db: the long-term memory of AI coding agents.
 ///
-/// Stores compressed context segments, cold task summaries, evicted messages and
-/// notes, and finds them again with code-aware BM25 search, offline.
+/// Keeps your agents' sessions (and segments, task summaries, notes) in a
+/// local store and finds them again in milliseconds, offline, with a search
+/// that understands code.
 #[derive(Debug, Parser)]
-#[command(name = "knowledge-db", version, after_help = AFTER_HELP)]
+#[command(name = "knowledge-db", version, after_help = help::AFTER_HELP)]
 pub struct Cli {
     /// Store folder [default: $KNOWLEDGE_DB_HOME, else the platform data folder]
     #[arg(long, global = true, value_name = "DIR")]
@@ -252,13 +246,28 @@ enum Command {
     /// post-tool-use).
     #[command(subcommand)]
     Hook(hook::HookCommand),
+
+    /// Print the version, the store format it reads and where the model is.
+    Version(JsonFlag),
+
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = help::COMPLETIONS_HELP)]
+    Completions(help::CompletionsArgs),
+
+    /// Print the man page (roff), or a command's own page.
+    #[command(after_help = help::MAN_HELP)]
+    Man(help::ManArgs),
 }
 
 /// Runs the command line; the binary's `main`.
 pub fn main() -> ExitCode {
     closed_pipe_ends_quietly(true);
     owner_only_files();
-    let cli = match Cli::try_parse() {
+    let parsed = Cli::command()
+        .help_template(help::template())
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -402,6 +411,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Ui(args) => ui::run(&root, args),
         Command::Qmd(command) => qmd::run(&root, command),
         Command::Hook(command) => hook::run(&root, command),
+        Command::Version(args) => help::version(args.json),
+        Command::Completions(args) => help::completions(args),
+        Command::Man(args) => help::man(args),
     }
 }
 

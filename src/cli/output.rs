@@ -92,6 +92,24 @@ pub fn found_json(found: &knowledge_db::tiers::Found) -> Value {
     value
 }
 
+/// What a write that left `n` records without vectors says about them: who
+/// will make them, true whether the background upkeep is on or off.
+pub fn vectors_deferred(n: usize, store: Option<&knowledge_db::store::Store>) -> String {
+    match store.and_then(knowledge_db::upkeep::disabled_by) {
+        None => format!(
+            "{n} records are searchable by their words now; the background upkeep adds their \
+             vectors (int8 drafts first, then the full model): `knowledge-db upkeep --status` \
+             shows progress, `--embed now` embeds before returning"
+        ),
+        Some(why) => format!(
+            "{n} records are searchable by their words now, without vectors: a batch of more \
+             than embedding.ingest_inline_max records is left to the background upkeep, which \
+             is off ({why}); run `knowledge-db embed` (or `knowledge-db upkeep`) to add them, \
+             or use `--embed now`"
+        ),
+    }
+}
+
 pub fn print_add_summary(s: &AddSummary) {
     let r = &s.report;
     println!(
@@ -128,7 +146,10 @@ pub fn print_add_summary(s: &AddSummary) {
     }
 }
 
-/// Ranked results; matched terms in bold on a terminal, `**term**` otherwise.
+/// Ranked results: per hit its title, one line of where it comes from (its
+/// id, its session once and short, its turns, project, time and files) and
+/// its best passage, matched words in bold when `color` (never with marks
+/// that could be read as Markdown: plain text off a terminal, as ripgrep).
 pub fn print_search(response: &SearchResponse, color: bool, explain: bool) {
     if let Some(why) = &response.explanation {
         println!("no results: {why}");
@@ -152,7 +173,11 @@ pub fn print_search(response: &SearchResponse, color: bool, explain: bool) {
         );
     }
     if response.vector.starts_with("unavailable") {
-        eprintln!("note: BM25 only; vectors {}", response.vector);
+        eprintln!(
+            "note: BM25 only; vectors {} (scores are calibrated for words alone, and move when \
+             vectors join in: compare scores within one search, not across)",
+            response.vector
+        );
     }
     if let Some(waiting) = response.records_without_vector {
         eprintln!("note: {waiting} records have no vector yet and were matched by BM25 only (run `knowledge-db embed`)");
@@ -161,6 +186,13 @@ pub fn print_search(response: &SearchResponse, color: bool, explain: bool) {
         eprintln!(
             "note: no record holds {}: results can match only the other words or the meaning",
             knowledge_db::search::quoted_words(&response.unknown_words)
+        );
+    }
+    if !response.results.is_empty() && response.results.iter().all(|h| h.low_confidence) {
+        eprintln!(
+            "note: none of these is a confident match (score under {:.2}, or little of the \
+             question's words and meaning): the store may hold nothing about it",
+            knowledge_db::search::confidence::CONFIDENT_SCORE
         );
     }
     for hit in &response.results {
@@ -172,9 +204,16 @@ pub fn print_search(response: &SearchResponse, color: bool, explain: bool) {
         let mut notes = Vec::new();
         if hit.weak {
             notes.push("weak".to_string());
+        } else if hit.low_confidence {
+            notes.push("low confidence".to_string());
         }
         if hit.copies > 1 {
-            notes.push(format!("{} copies", hit.copies));
+            let others = hit.copies - 1;
+            notes.push(format!(
+                "the same text is stored {} more time{} (ids in --json `duplicates`)",
+                others,
+                if others == 1 { "" } else { "s" }
+            ));
         }
         if !hit.phrasings.is_empty() {
             let which: Vec<String> = hit.phrasings.iter().map(|n| n.to_string()).collect();
@@ -189,21 +228,7 @@ pub fn print_search(response: &SearchResponse, color: bool, explain: bool) {
             "{}. [{}] {}  (score {:.2}{notes})",
             hit.rank, hit.kind, title, hit.score
         );
-        let mut meta = vec![hit.citation.clone()];
-        if let Some(t) = &hit.timestamp {
-            meta.push(t.clone());
-        }
-        if !hit.files.is_empty() {
-            meta.push(
-                hit.files
-                    .iter()
-                    .take(3)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            );
-        }
-        println!("   {}", meta.join(" · "));
+        println!("   {}", where_from(hit).join(" · "));
         if explain {
             let part = |score: Option<f32>, rank: Option<usize>, digits: usize| match (score, rank)
             {
@@ -227,12 +252,67 @@ pub fn print_search(response: &SearchResponse, color: bool, explain: bool) {
     }
 }
 
-fn highlight(text: &str, ranges: &[(usize, usize)], color: bool) -> String {
-    let (open, close) = if color {
-        ("\x1b[1;33m", "\x1b[0m")
-    } else {
-        ("**", "**")
+/// Characters of a session id shown (as the viewer shows it; any unique
+/// start of it is taken back by `--session`, `show` and `get`).
+const SHORT_ID: usize = 8;
+
+/// A hit's origin: its id (a message's as `<session>:<message>`, both
+/// shortened), its session once, its turns, its project, its time and files.
+fn where_from(hit: &knowledge_db::search::Hit) -> Vec<String> {
+    let short = |id: &str| -> String { id.chars().take(SHORT_ID).collect() };
+    let mut meta = Vec::new();
+    let id = match hit.session_id.as_deref().and_then(|s| {
+        hit.id
+            .strip_prefix(s)
+            .and_then(|rest| rest.strip_prefix(':'))
+    }) {
+        Some(rest) => format!(
+            "{}:{}",
+            short(hit.session_id.as_deref().unwrap_or("")),
+            short(rest)
+        ),
+        None => hit.id.clone(),
     };
+    meta.push(format!("{} {id}", hit.kind));
+    if let Some(session) = &hit.session_id {
+        let turns = match (hit.start_turn, hit.end_turn) {
+            (Some(a), Some(b)) if a != b => format!(", turns {a}-{b}"),
+            (Some(a), _) | (None, Some(a)) => format!(", turn {a}"),
+            _ => String::new(),
+        };
+        meta.push(format!("session {}{turns}", short(session)));
+    }
+    if let Some(project) = &hit.project {
+        meta.push(format!("project {}", home_relative(project)));
+    }
+    if let Some(t) = &hit.timestamp {
+        meta.push(t.clone());
+    }
+    if !hit.files.is_empty() {
+        let mut files: Vec<&str> = hit.files.iter().take(3).map(String::as_str).collect();
+        if hit.files.len() > 3 {
+            files.push("…");
+        }
+        meta.push(files.join(", "));
+    }
+    meta
+}
+
+/// `~/src/api` for a path under the home folder.
+fn home_relative(path: &str) -> String {
+    match std::env::var("HOME") {
+        Ok(home) if !home.is_empty() && path.starts_with(&format!("{home}/")) => {
+            format!("~{}", &path[home.len()..])
+        }
+        _ => path.to_string(),
+    }
+}
+
+fn highlight(text: &str, ranges: &[(usize, usize)], color: bool) -> String {
+    if !color {
+        return text.to_string();
+    }
+    let (open, close) = ("\x1b[1m", "\x1b[0m");
     let mut out = String::with_capacity(text.len() + ranges.len() * 8);
     let mut last = 0;
     for &(start, end) in ranges {
@@ -335,9 +415,15 @@ mod tests {
     #[test]
     fn highlight_marks_ranges_and_skips_bad_ones() {
         assert_eq!(
-            highlight("fix the parser", &[(8, 14)], false),
-            "fix the **parser**"
+            highlight("fix the parser", &[(8, 14)], true),
+            "fix the \x1b[1mparser\x1b[0m"
         );
-        assert_eq!(highlight("ab", &[(1, 9)], false), "ab");
+        assert_eq!(highlight("ab", &[(1, 9)], true), "ab");
+        // Off a terminal the text is as stored: `**The** Problem:` stays
+        // Markdown, never `****The** Problem:**`.
+        assert_eq!(
+            highlight("**The Problem:** x", &[(2, 5)], false),
+            "**The Problem:** x"
+        );
     }
 }

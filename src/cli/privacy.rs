@@ -89,7 +89,11 @@ pub fn forget(root: &Path, args: ForgetArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let what = match (&args.session, &args.query) {
-        (Some(session), _) => ForgetWhat::Session(session.clone()),
+        // A short id stands for the one stored session it starts; an
+        // unknown one is tombstoned as given (it may come in later).
+        (Some(session), _) => ForgetWhat::Session(knowledge_db::store::prefix::resolve_session(
+            &store, session,
+        )?),
         (None, Some(query)) => ForgetWhat::Query(query.clone()),
         (None, None) if !args.ids.is_empty() => ForgetWhat::Ids(args.ids.clone()),
         (None, None) => anyhow::bail!(knowledge_db::Error::Usage(

@@ -9,13 +9,31 @@ use knowledge_db::store::Store;
 
 pub(super) fn init(root: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
     let store = Store::init(root)?;
+    let retention = &store.config().retention;
     if json {
         output::print_json(&serde_json::json!({
             "store": store.root(),
             "format_version": store.config().format_version,
+            "retention": retention,
         }))?;
     } else {
-        println!("created an empty store at {}", store.root().display());
+        let config = store.root().join("config.toml");
+        println!(
+            "created an empty store at {} (owner-only)\n\
+             \n\
+             Retention ([retention] in {}):\n  \
+             records older than {} that nobody has read for {} move to the archive (still searchable with --tier all);\n  \
+             {} after archiving, archived raw messages are pruned to one summary per session (segment and task summaries stay).\n  \
+             Edit those durations to change it, or set maintain_on_write = false to archive only when you run `knowledge-db maintain`.\n\
+             \n\
+             Next: knowledge-db ingest ~/.claude/projects   # your Claude Code history\n      \
+             knowledge-db hook install                # store and recall every new session",
+            store.root().display(),
+            config.display(),
+            retention.archive_older_than,
+            retention.archive_idle_for,
+            retention.prune_after,
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -172,7 +190,11 @@ pub(super) fn stats(root: &std::path::Path, json: bool) -> anyhow::Result<ExitCo
         output::print_json(&value)?;
     } else {
         output::print_stats(&stats);
-        let described = upkeep::describe(&status, stats.vectors.without_vector);
+        let described = upkeep::describe(
+            &status,
+            stats.vectors.without_vector,
+            knowledge_db::upkeep::disabled_by(&store).as_deref(),
+        );
         println!(
             "upkeep          {}",
             described.replace('\n', "\n                ")
@@ -200,19 +222,17 @@ pub(super) fn embed(root: &std::path::Path, args: EmbedArgs) -> anyhow::Result<E
     } else {
         load_embedder(Workload::Batches).map_err(anyhow::Error::msg)?
     };
-    let bar = output::progress_bar();
-    bar.set_message(if args.draft { "drafting" } else { "embedding" });
+    let mut bar = super::progress::Progress::new("embed");
+    let phase = if args.draft { "Drafting" } else { "Embedding" };
+    bar.phase(phase, "records", 0);
     let started = std::time::Instant::now();
     let done = store.embed_missing(
         embedder.as_mut(),
         args.batch,
         store.lock_timeout(args.lock_timeout),
-        &mut |done, total| {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        },
+        &mut |done, total| bar.set(done as u64, total as u64, ""),
     )?;
-    bar.finish_and_clear();
+    bar.finish();
     let seconds = started.elapsed().as_secs_f64();
     if args.json {
         output::print_json(

@@ -1,6 +1,6 @@
 //! Search and measurement: search, eval, bench gen.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
@@ -38,7 +38,11 @@ pub(super) fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result
     let mut filters = Filters {
         namespace: (!args.all_namespaces).then(|| args.namespace.clone()),
         origin: args.origin.clone(),
-        session: args.session.clone(),
+        session: args
+            .session
+            .as_deref()
+            .map(|s| knowledge_db::store::prefix::resolve_session(&store, s))
+            .transpose()?,
         kind: args.kind.map(Kind::from),
         since: args.since,
         until: args.until,
@@ -107,7 +111,7 @@ pub(super) fn search(root: &std::path::Path, args: SearchArgs) -> anyhow::Result
     } else if args.json || args.format == SearchFormat::Json {
         output::print_json(&response)?;
     } else {
-        output::print_search(&response, std::io::stdout().is_terminal(), args.explain);
+        output::print_search(&response, args.color.on(), args.explain);
     }
     knowledge_db::upkeep::after_read(&store, response.records_without_vector);
     Ok(ExitCode::SUCCESS)

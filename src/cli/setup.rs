@@ -56,7 +56,11 @@ pub(super) struct SetupArgs {
 /// `$XDG_CACHE_HOME/knowledge-db`, else `~/.cache/knowledge-db` (as the
 /// script and the embedder work it out).
 fn models_dir() -> Option<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     var("KNOWLEDGE_DB_MODELS")
         .or_else(|| var("XDG_CACHE_HOME").map(|c| c.join("knowledge-db")))
         .or_else(|| var("HOME").map(|h| h.join(".cache").join("knowledge-db")))

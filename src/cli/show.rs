@@ -11,6 +11,7 @@ use clap::Args;
 use knowledge_db::integrations::hooks::queue::{queue_path, Queue};
 use knowledge_db::integrations::hooks::turns::{read_turns, TurnQuery, DEFAULT_MESSAGE_CHARS};
 use knowledge_db::integrations::hooks::HookSettings;
+use knowledge_db::store::Store;
 
 pub const AFTER_HELP: &str = "\
 Turns count the assistant's responses in the session from 1, as the Claude Code hooks
@@ -32,11 +33,11 @@ Examples:
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// Session id
+    /// Session id, or any unique start of it (`2cfdacb8`)
     #[arg(long, value_name = "ID")]
     session: String,
 
-    /// Turn range A-B (or one turn A), assistant turns from 1
+    /// Turn range A-B (or one turn A), counted from 1
     #[arg(long, value_name = "A-B", value_parser = parse_turns, required_unless_present = "queue", conflicts_with = "queue")]
     turns: Option<(u64, u64)>,
 
@@ -68,20 +69,34 @@ fn parse_turns(text: &str) -> Result<(u64, u64), String> {
             (n, n)
         }
     };
-    if from == 0 || to < from {
-        return Err(format!(
-            "`{text}`: turns count from 1 and the range must not run backwards"
-        ));
+    if to < from {
+        return Err(format!("`{text}`: the range must not run backwards"));
     }
     Ok((from, to))
 }
 
 pub fn run(root: &Path, args: ShowArgs) -> anyhow::Result<ExitCode> {
-    let Some((from, to)) = args.turns else {
-        return show_queue(root, &args.session, args.json);
+    // A short id stands for the one stored session it starts (as git's
+    // short commit ids do).
+    let session = match Store::open(root) {
+        Ok(store) => knowledge_db::store::prefix::resolve_session(&store, &args.session)?,
+        Err(_) => args.session.clone(),
     };
+    let Some((mut from, mut to)) = args.turns else {
+        return show_queue(root, &session, args.json);
+    };
+    if from == 0 {
+        // Older releases cited a session's first prompt as turn 0.
+        eprintln!(
+            "note: turns count from 1 (turn 1 holds the session's first prompt); showing turn{} 1{}",
+            if to > 1 { "s" } else { "" },
+            if to > 1 { format!("-{to}") } else { String::new() }
+        );
+        from = 1;
+        to = to.max(1);
+    }
     let query = TurnQuery {
-        session_id: args.session,
+        session_id: session,
         from,
         to,
         limit: None,
@@ -150,7 +165,9 @@ mod tests {
     fn turn_ranges_parse() {
         assert_eq!(parse_turns("26-31"), Ok((26, 31)));
         assert_eq!(parse_turns("7"), Ok((7, 7)));
-        assert!(parse_turns("0-3").is_err());
+        // Turn 0, as older releases cited a first prompt, is taken (and read
+        // as turn 1 by `run`, with a note).
+        assert_eq!(parse_turns("0-0"), Ok((0, 0)));
         assert!(parse_turns("9-3").is_err());
         assert!(parse_turns("a-b").unwrap_err().contains("26-31"));
     }

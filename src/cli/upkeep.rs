@@ -46,16 +46,20 @@ pub(crate) fn run(root: &Path, args: UpkeepArgs) -> anyhow::Result<ExitCode> {
         if args.json {
             let mut value = serde_json::to_value(&status)?;
             value["vectors_waiting"] = waiting.into();
+            value["off"] = upkeep::disabled_by(&store).into();
             output::print_json(&value)?;
         } else {
-            println!("{}", describe(&status, waiting));
+            println!(
+                "{}",
+                describe(&status, waiting, upkeep::disabled_by(&store).as_deref())
+            );
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let bar = if args.background {
-        indicatif::ProgressBar::hidden()
+    let mut bar = if args.background {
+        super::progress::Progress::hidden("upkeep")
     } else {
-        output::progress_bar()
+        super::progress::Progress::new("upkeep")
     };
     let mut load = || {
         knowledge_db::embed::OnnxEmbedder::load_default(Workload::Batches)
@@ -68,9 +72,8 @@ pub(crate) fn run(root: &Path, args: UpkeepArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| e.to_string())
     };
     let mut progress = |step: &str, done: u64, total: u64| {
-        bar.set_message(step.to_string());
-        bar.set_length(total);
-        bar.set_position(done);
+        bar.phase(step, "records", total);
+        bar.set(done, total, "");
     };
     let report = upkeep::run(
         &store,
@@ -81,7 +84,7 @@ pub(crate) fn run(root: &Path, args: UpkeepArgs) -> anyhow::Result<ExitCode> {
             progress: &mut progress,
         },
     );
-    bar.finish_and_clear();
+    bar.finish();
     let report = report?;
     if args.background {
         return Ok(ExitCode::SUCCESS);
@@ -91,7 +94,11 @@ pub(crate) fn run(root: &Path, args: UpkeepArgs) -> anyhow::Result<ExitCode> {
     } else if report.another_worker {
         println!(
             "a background upkeep worker is already running; {}",
-            describe(&upkeep::status(&store), store.records_without_vector()?)
+            describe(
+                &upkeep::status(&store),
+                store.records_without_vector()?,
+                None
+            )
         );
     } else {
         let reembedded = match report.reembedded {
@@ -112,11 +119,16 @@ pub(crate) fn run(root: &Path, args: UpkeepArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The upkeep's state in one or two lines, for `upkeep --status` and `stats`.
-pub(crate) fn describe(status: &Status, vectors_waiting: u64) -> String {
+/// The upkeep's state in one or two lines, for `upkeep --status` and
+/// `stats`: whether it is off (and why), what a running worker does, how
+/// fast and how long it has left.
+pub(crate) fn describe(status: &Status, vectors_waiting: u64, off: Option<&str>) -> String {
     let mut text = if status.running {
+        let pace = pace(status, vectors_waiting)
+            .map(|p| format!(", {p}"))
+            .unwrap_or_default();
         format!(
-            "running (pid {}, since {}): {}, {} vectors computed, {} records waiting",
+            "running (pid {}, since {}): {}, {} vectors computed, {} records waiting{pace}",
             status.pid.map_or("?".into(), |p| p.to_string()),
             status.started_at.as_deref().unwrap_or("?"),
             status.step.as_deref().unwrap_or("starting"),
@@ -124,12 +136,18 @@ pub(crate) fn describe(status: &Status, vectors_waiting: u64) -> String {
             vectors_waiting
         )
     } else {
+        let state = match off {
+            Some(why) => format!(
+                "off ({why}): nothing runs in the background; `knowledge-db upkeep` runs it now"
+            ),
+            None => "idle".to_string(),
+        };
         match &status.last_run {
             Some(run) => format!(
-                "idle; last run finished {} ({} vectors, {} access counts folded, {} archived, {} pruned); {} records without a vector",
+                "{state}; last run finished {} ({} vectors, {} access counts folded, {} archived, {} pruned); {} records without a vector",
                 run.finished_at, run.embedded, run.access_folded, run.archived, run.pruned, vectors_waiting
             ),
-            None => format!("idle; no run yet; {vectors_waiting} records without a vector"),
+            None => format!("{state}; no run yet; {vectors_waiting} records without a vector"),
         }
     };
     if status.running && status.vectors_outdated > 0 {
@@ -149,4 +167,67 @@ pub(crate) fn describe(status: &Status, vectors_waiting: u64) -> String {
         text.push_str(&format!("\nvectors wait for the model: {why}"));
     }
     text
+}
+
+/// A running worker's rate and the time its vectors have left, at the
+/// average rate since it started: `410 vectors/s, about 1m 20s left`.
+fn pace(status: &Status, waiting: u64) -> Option<String> {
+    let started = knowledge_db::record::parse::parse_time(status.started_at.as_deref()?)?;
+    let now = knowledge_db::record::parse::parse_time(&knowledge_db::now_rfc3339())?;
+    let elapsed = std::time::Duration::from_secs(now.saturating_sub(started).max(0) as u64);
+    if status.embedded == 0 || elapsed.as_secs() == 0 {
+        return None;
+    }
+    // Drafts wait first; then the drafts the full model makes again.
+    let waiting = if waiting > 0 {
+        waiting
+    } else {
+        status.vectors_outdated
+    };
+    let per_second = status.embedded as f64 / elapsed.as_secs_f64();
+    let mut text = format!("{per_second:.0} vectors/s");
+    match super::progress::time_left(status.embedded, status.embedded + waiting, elapsed) {
+        Some(left) => text.push_str(&format!(", about {} left", super::progress::duration(left))),
+        None if waiting > 0 => text.push_str(", time left not known yet"),
+        None => {}
+    }
+    Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn running(seconds_ago: i64, embedded: u64) -> Status {
+        let now =
+            knowledge_db::record::parse::parse_time(&knowledge_db::now_rfc3339()).expect("now");
+        Status {
+            running: true,
+            pid: Some(4242),
+            started_at: Some(knowledge_db::record::parse::format_time(now - seconds_ago)),
+            step: Some("vectors".into()),
+            embedded,
+            ..Status::default()
+        }
+    }
+
+    #[test]
+    fn a_running_worker_says_its_rate_and_the_time_left() {
+        let line = describe(&running(100, 1000), 1000, None);
+        assert!(line.contains("10 vectors/s, about 1m 40s left"), "{line}");
+    }
+
+    #[test]
+    fn an_upkeep_turned_off_says_so_and_why() {
+        let line = describe(
+            &Status::default(),
+            3,
+            Some("KNOWLEDGE_DB_UPKEEP=off is set in the environment"),
+        );
+        assert!(
+            line.starts_with("off (KNOWLEDGE_DB_UPKEEP=off is set in the environment)"),
+            "{line}"
+        );
+        assert!(describe(&Status::default(), 3, None).starts_with("idle"));
+    }
 }

@@ -98,6 +98,7 @@ impl Corpus {
                     dry_run: false,
                     full: false,
                     inline_embed_max: None,
+                    stop: None,
                 };
                 let report = ingest(
                     Some(store),
@@ -105,7 +106,7 @@ impl Corpus {
                     &options,
                     embedder,
                     Duration::from_secs(30),
-                    &mut |done, total| progress("ingesting", done, total),
+                    &mut |at| progress("ingesting", at.files_done, at.files_total),
                 )?;
                 let stored = report.store.unwrap_or_default();
                 Ok(Added {

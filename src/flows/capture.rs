@@ -71,6 +71,7 @@ pub fn capture(request: &CaptureRequest<'_>) -> Result<CaptureReport> {
         dry_run: false,
         full: false,
         inline_embed_max: None,
+        stop: None,
     };
     let mut report = CaptureReport {
         files: files.len(),
@@ -82,7 +83,7 @@ pub fn capture(request: &CaptureRequest<'_>) -> Result<CaptureReport> {
         &options,
         None,
         request.lock_wait,
-        &mut |_, _| {},
+        &mut |_| {},
     ) {
         Ok(ingested) => {
             report.bytes_read = ingested.bytes_read;
@@ -160,6 +161,7 @@ pub fn backfill(
         dry_run: false,
         full: false,
         inline_embed_max: None,
+        stop: None,
     };
     for (i, chunk) in files.chunks(BACKFILL_FILES_PER_COMMIT).enumerate() {
         let done = i * BACKFILL_FILES_PER_COMMIT;
@@ -169,7 +171,7 @@ pub fn backfill(
             &options,
             None,
             lock_timeout,
-            &mut |d, _| progress(done + d, files.len()),
+            &mut |at| progress(done + at.files_done, files.len()),
         )?;
         report.bytes_read += ingested.bytes_read;
         report.messages += ingested.messages;

@@ -262,7 +262,11 @@ impl MemoryService {
         let filters = Filters {
             namespace,
             project,
-            session: request.session.clone(),
+            session: request
+                .session
+                .as_deref()
+                .map(|s| crate::store::prefix::resolve_session(&self.store, s))
+                .transpose()?,
             origin: request.origin.clone(),
             tier: request.tier.unwrap_or_default(),
             min_score: request.min_score,
@@ -473,7 +477,7 @@ impl MemoryService {
         turns::read_turns(
             self.store.root(),
             &TurnQuery {
-                session_id: session.to_string(),
+                session_id: crate::store::prefix::resolve_session(&self.store, session)?,
                 from,
                 to,
                 limit: Some(lines.unwrap_or(DEFAULT_PAGE)),

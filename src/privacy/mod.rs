@@ -532,14 +532,14 @@ pub fn redact_records(redactor: &Redactor, records: &mut [Record]) -> Findings {
         }
         if !outputs.is_empty() {
             for (record, found) in records.iter_mut().zip(&mut sealed_by_record) {
-                let before = record.source.to_string();
+                let before = record.source.clone();
                 provenance::replace_copies(&mut record.source, &outputs);
                 let mut context = record.context.take().map(Value::String);
                 if let Some(c) = context.as_mut() {
                     provenance::replace_copies(c, &outputs);
                 }
                 record.context = context.and_then(|c| c.as_str().map(str::to_string));
-                if found.is_empty() && record.source.to_string() != before {
+                if found.is_empty() && record.source != before {
                     // Re-derive its fields below: they hold the output.
                     found.kinds.insert(provenance::SECRET_OUTPUT.to_string(), 0);
                 }

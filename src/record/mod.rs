@@ -159,13 +159,33 @@ pub struct Fields {
 }
 
 impl Record {
+    /// The turn range as people see it, counted from 1 everywhere (search,
+    /// show, the viewer, MCP, the recall block). A message read from a
+    /// transcript is stored with its session's prompt count from 0
+    /// (`turn_index`: 0 for the first prompt and what answered it), so it
+    /// shows one more; segments, tasks and other records carry turns counted
+    /// from 1 already.
+    pub fn shown_turns(&self) -> (Option<u64>, Option<u64>) {
+        let from_transcript = self.kind == Kind::Message
+            && self
+                .source
+                .get("origin")
+                .and_then(|o| o.get("format"))
+                .is_some();
+        let shift = u64::from(from_transcript);
+        (
+            self.fields.start_turn.map(|t| t + shift),
+            self.fields.end_turn.map(|t| t + shift),
+        )
+    }
+
     /// A short human citation: `segment seg-12 (session abc, turns 10–25)`.
     pub fn citation(&self) -> String {
         let mut parts = Vec::new();
         if let Some(session) = &self.fields.session_id {
             parts.push(format!("session {session}"));
         }
-        match (self.fields.start_turn, self.fields.end_turn) {
+        match self.shown_turns() {
             (Some(s), Some(e)) if s != e => parts.push(format!("turns {s}-{e}")),
             (Some(s), _) | (None, Some(s)) => parts.push(format!("turn {s}")),
             _ => {}

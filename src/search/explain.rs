@@ -122,7 +122,10 @@ impl SearchEngine {
         }
         if self.searcher.num_docs() == 0 {
             return Ok(match self.archived_records()? {
-                0 => "the store is empty: add records with `knowledge-db add PATH`".into(),
+                0 => "the store is empty: store your sessions with `knowledge-db ingest ~/.claude/projects` \
+                      (and every new one with `knowledge-db hook install`), or add records with \
+                      `knowledge-db add PATH`"
+                    .into(),
                 n => format!(
                     "no record is left in the searchable store (L2): all {n} record{} {} archived \
                      in L3; search them with `--tier all` (or `--tier l3`; over MCP, `tier: \"l3\"`), \
@@ -169,8 +172,9 @@ impl SearchEngine {
                 ));
             }
             return Ok(format!(
-                "the store is empty (namespace `{namespace}` holds no record): add records with \
-                 `knowledge-db add PATH`{OTHER_NAMESPACES}"
+                "the store is empty (namespace `{namespace}` holds no record): store your sessions \
+                 with `knowledge-db ingest ~/.claude/projects` (and every new one with \
+                 `knowledge-db hook install`), or add records with `knowledge-db add PATH`{OTHER_NAMESPACES}"
             ));
         }
         if terms.is_empty() {

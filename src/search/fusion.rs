@@ -30,7 +30,7 @@ pub const RRF_K: f32 = 60.0;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Fusion {
-    /// Calibrated probability of relevance (see `search::relevance`)
+    /// Calibrated probability of relevance, one scale for every query and store (docs/search.md)
     Calibrated,
     /// Reciprocal-rank fusion
     Rrf,

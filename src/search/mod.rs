@@ -15,6 +15,7 @@
 
 pub mod batch;
 pub mod candidates;
+pub mod confidence;
 pub mod dates;
 pub mod dedup;
 pub mod english;
@@ -297,7 +298,7 @@ impl SearchEngine {
             Some(self.explain_empty(&plan.terms, &*plan.query, filters)?)
         };
         let uses_vectors = rank.mode != Mode::Bm25 && self.vectors.is_some();
-        let response = SearchResponse {
+        let mut response = SearchResponse {
             query: query.to_string(),
             phrasings: Vec::new(),
             filters: filters.clone(),
@@ -322,6 +323,7 @@ impl SearchEngine {
             unknown_words,
             took_ms: started.elapsed().as_secs_f64() * 1000.0,
         };
+        confidence::mark(&mut response);
         self.log_access(&response);
         Ok(response)
     }

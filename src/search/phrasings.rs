@@ -210,6 +210,7 @@ mod tests {
             duplicates: Vec::new(),
             weak: false,
             phrasings: Vec::new(),
+            low_confidence: false,
         }
     }
 

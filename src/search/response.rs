@@ -71,7 +71,8 @@ pub struct Hit {
     /// The record's session, if it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
-    /// First turn the record covers, if known.
+    /// First turn the record covers, if known, counted from 1
+    /// ([`Record::shown_turns`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_turn: Option<u64>,
     /// Last turn the record covers, if known.
@@ -101,6 +102,10 @@ pub struct Hit {
     /// together (see [`super::phrasings`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub phrasings: Vec<usize>,
+    /// Not one to lean on: under the confident score, or holding little of
+    /// the query's words and meaning (see [`super::confidence`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub low_confidence: bool,
 }
 
 /// Most duplicate ids one hit lists.
@@ -169,10 +174,17 @@ pub(crate) fn hit(
             Vec::new(),
         )
     } else {
-        let ranges = merge_adjacent(snippet.highlighted().iter().map(|r| (r.start, r.end)));
-        (snippet.fragment().to_string(), ranges)
+        let fragment = snippet.fragment();
+        let marked: Vec<(usize, usize)> = snippet
+            .highlighted()
+            .iter()
+            .map(|r| (r.start, r.end))
+            .collect();
+        let ranges = merge_adjacent(substantive(fragment, marked).into_iter());
+        (fragment.to_string(), ranges)
     };
     let citation = record.citation();
+    let (start_turn, end_turn) = record.shown_turns();
     let f = record.fields;
     Hit {
         rank,
@@ -197,8 +209,8 @@ pub(crate) fn hit(
         snippet: text,
         highlights,
         session_id: f.session_id,
-        start_turn: f.start_turn,
-        end_turn: f.end_turn,
+        start_turn,
+        end_turn,
         timestamp: f.timestamp.map(format_time),
         tier: record.tier.as_str(),
         files: f.files,
@@ -207,6 +219,33 @@ pub(crate) fn hit(
         duplicates: Vec::new(),
         weak: false,
         phrasings: Vec::new(),
+        low_confidence: false,
+    }
+}
+
+/// The marked words that say what the query is about: everyday words
+/// (`the`, `why`, `did`: [`super::everyday`]) are not marked, unless the
+/// query holds nothing else.
+fn substantive(text: &str, ranges: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
+    use tantivy::tokenizer::TokenStream as _;
+    let everyday = |&(start, end): &(usize, usize)| {
+        text.get(start..end).is_some_and(|word| {
+            let mut analyzer = crate::index::tokenizer::analyzer();
+            let mut stream = analyzer.token_stream(word);
+            let mut any = false;
+            let mut all = true;
+            while let Some(token) = stream.next() {
+                any = true;
+                all &= super::everyday::is_everyday(&token.text);
+            }
+            any && all
+        })
+    };
+    let kept: Vec<(usize, usize)> = ranges.iter().filter(|r| !everyday(r)).copied().collect();
+    if kept.is_empty() {
+        ranges
+    } else {
+        kept
     }
 }
 
@@ -237,6 +276,14 @@ fn leading_chars(text: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn everyday_words_are_not_marked_unless_nothing_else_is() {
+        let text = "The refresh token failed because the clock drifted";
+        let ranges = vec![(0, 3), (4, 11), (34, 37)];
+        assert_eq!(substantive(text, ranges), [(4, 11)]);
+        assert_eq!(substantive(text, vec![(0, 3)]), [(0, 3)]);
+    }
 
     #[test]
     fn adjacent_highlights_merge() {

@@ -241,6 +241,58 @@ pub fn session_ids(
     Ok(ids)
 }
 
+/// Characters of a session's title.
+pub const TITLE_CHARS: usize = 100;
+
+/// What a session was about, in one line: its first prompt (the first user
+/// message of its first turn, not a tool result), else the title of its first
+/// segment or task summary; `None` when it has neither. Reads only the
+/// session's first-turn messages (a range on the turn column), so a page
+/// of sessions costs a few small lookups.
+pub fn session_title(
+    searcher: &Searcher,
+    fields: &IndexFields,
+    session: &str,
+) -> Result<Option<String>> {
+    let first_turns = tantivy::query::RangeQuery::new(
+        std::ops::Bound::Included(Term::from_field_u64(fields.turn, 0)),
+        std::ops::Bound::Included(Term::from_field_u64(fields.turn, 1)),
+    );
+    let query = BooleanQuery::new(vec![
+        (Occur::Must, term_query(fields.session, session)),
+        (Occur::Must, term_query(fields.kind, Kind::Message.as_str())),
+        (Occur::Must, Box::new(first_turns)),
+    ]);
+    let mut prompts: Vec<Record> = matching_records(searcher, fields, &query)?
+        .into_iter()
+        .filter(|r| r.fields.title == "user" && !r.fields.content.starts_with("[tool_"))
+        .filter(|r| !r.fields.content.trim().is_empty())
+        .collect();
+    let line = |r: &Record| r.source.pointer("/origin/line").and_then(|l| l.as_u64());
+    prompts.sort_by_key(|r| (r.fields.start_turn, r.fields.timestamp, line(r)));
+    if let Some(first) = prompts.first() {
+        return Ok(Some(one_line(&first.fields.content)));
+    }
+    let summaries = session_records(searcher, fields, session, &[Kind::Segment, Kind::Task])?;
+    Ok(summaries
+        .iter()
+        .find(|r| !r.fields.title.trim().is_empty())
+        .map(|r| one_line(&r.fields.title)))
+}
+
+/// The first line of `text` with words, at most [`TITLE_CHARS`] characters.
+fn one_line(text: &str) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    match line.char_indices().nth(TITLE_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
+    }
+}
+
 /// The `message` records of `session` whose turn lies in `from..=to`, ordered by
 /// turn (then id, so equal turns come out in a stable order).
 pub fn session_messages(

@@ -26,9 +26,11 @@ pub(crate) use crate::index::lookup::{clean_writer, first_live_doc};
 mod add;
 pub mod config;
 mod embedding;
+pub mod folder;
 pub mod guard;
 mod limits;
 pub mod lock;
+pub mod prefix;
 pub mod rescue;
 mod rules;
 pub mod scope;
@@ -205,18 +207,21 @@ pub fn default_root() -> PathBuf {
 }
 
 impl Store {
-    /// Creates a new, empty store at `root` (the folder may exist if empty),
+    /// Creates a new, empty store at `root` (the folder may exist if empty;
+    /// anything else there is refused, see [`folder`]),
     /// whose writers run `guard`'s steps. Callers use `Store::init` (defined
     /// in `crate::tiers`, which supplies the guard).
     pub(crate) fn init_guarded(root: &Path, guard: &'static dyn TierGuard) -> Result<Store> {
-        if root.join("config.toml").exists() || root.join("text").exists() {
-            return Err(Error::StoreExists {
-                path: root.to_path_buf(),
-            });
+        // A folder that holds anything is left as it is (see `folder`); an
+        // empty one given to `init` becomes the store's and owner-only.
+        let create = folder::check_init(root)?;
+        if create {
+            crate::files::create_private_dir(root)?;
+        } else {
+            crate::files::make_private_folder(root)?;
         }
         let text = root.join("text");
         crate::files::create_private_dir(&text)?;
-        crate::files::make_private(root)?;
         let index = Index::create_in_dir(&text, IndexFields::schema())?;
         rules::write(root, crate::embed::text::RECIPE)?;
         // config.toml is written last: its presence marks a complete store.
@@ -230,11 +235,14 @@ impl Store {
     pub(crate) fn open_guarded(root: &Path, guard: &'static dyn TierGuard) -> Result<Store> {
         let config_path = root.join("config.toml");
         if !config_path.exists() {
-            return Err(Error::NoStore {
+            return Err(folder::no_store_error(root).unwrap_or(Error::NoStore {
                 path: root.to_path_buf(),
-            });
+            }));
         }
-        let config = Config::load(&config_path)?;
+        // A `config.toml` of something else (a site's, a tool's) does not
+        // make a store.
+        let config =
+            Config::load(&config_path).map_err(|e| folder::no_store_error(root).unwrap_or(e))?;
         if config.format_version != FORMAT_VERSION {
             return Err(Error::FormatVersion {
                 path: root.to_path_buf(),

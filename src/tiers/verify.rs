@@ -139,6 +139,10 @@ pub struct RepairReport {
 
 /// Checks the store at `root`, also when its text index is too damaged to open.
 pub fn verify_root(root: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<VerifyReport> {
+    // Nothing is checked (or saved) in a folder that holds no store.
+    if let Some(no_store) = crate::store::folder::no_store_error(root) {
+        return Err(no_store);
+    }
     let problems = rescue::problems(root);
     if problems.is_empty() {
         return verify(&Store::open(root)?, progress);
@@ -168,6 +172,9 @@ pub fn repair_root(
     lock_timeout: Duration,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RepairReport> {
+    if let Some(no_store) = crate::store::folder::no_store_error(root) {
+        return Err(no_store);
+    }
     let config_replaced = crate::store::config::replace_damaged(root)?.map(|(kept, why)| {
         format!(
             "config.toml could not be read ({why}): a config with the default settings was written; \

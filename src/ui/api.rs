@@ -6,7 +6,7 @@
 //! a record is [`crate::tiers::find`] (reads count like `get`'s); health is
 //! [`crate::tiers::stats`], [`crate::upkeep::status`], the last `verify`, the
 //! hooks' queues and log; raw turns are [`read_turns`] (`show --turns`);
-//! delete is [`Store::delete`] (`delete`). Browsing reads
+//! forget is [`crate::tiers::forget::forget`] (`forget`). Browsing reads
 //! [`crate::store::browse`] on the warm engine's searcher. Nothing here knows
 //! HTTP: [`super::server`] maps parameters in and [`Reply`]s out, so these
 //! functions are tested directly.
@@ -30,6 +30,7 @@ use crate::record::{Kind, Record};
 use crate::search::{Filters, RankOptions, SearchEngine, TierFilter};
 use crate::store::browse::{self, GROUP_COLUMN};
 use crate::store::Store;
+use crate::tiers::forget::ForgetWhat;
 use crate::tiers::Found;
 
 /// Longest query accepted, in characters.
@@ -190,7 +191,13 @@ pub fn search(viewer: &Viewer, params: &Params) -> Result<Reply> {
         )));
     }
     let k = number(params, "k", 20, MAX_RESULTS as u64)?.max(1) as usize;
-    let filters = filters(params)?;
+    let mut filters = filters(params)?;
+    if let Some(session) = filters.session.take() {
+        filters.session = Some(crate::store::prefix::resolve_session(
+            viewer.service.store(),
+            &session,
+        )?);
+    }
     let engine = viewer.service.engine()?;
     let response = engine.search(query, k, &filters, &RankOptions::default())?;
     crate::upkeep::after_read(viewer.service.store(), response.records_without_vector);
@@ -240,7 +247,21 @@ pub fn sessions(viewer: &Viewer, params: &Params) -> Result<Reply> {
         .into_iter()
         .filter(|s| group.is_none_or(|g| s.group == g))
         .collect();
-    let page: Vec<_> = matching.iter().skip(offset).take(limit).collect();
+    let fields = viewer.service.store().fields();
+    let page = matching
+        .iter()
+        .skip(offset)
+        .take(limit)
+        .map(|s| {
+            let mut entry = serde_json::to_value(s).map_err(json_error)?;
+            entry["title"] = json!(browse::session_title(
+                engine.searcher(),
+                fields,
+                &s.session_id
+            )?);
+            Ok(entry)
+        })
+        .collect::<Result<Vec<Value>>>()?;
     Ok(Reply::ok(json!({
         "group": group,
         "total": matching.len(),
@@ -274,7 +295,8 @@ fn summary_json(record: &Record) -> Value {
 /// `GET api/session?id=`: a session's segments and task summaries (by turn)
 /// and its compression queue.
 pub fn session(viewer: &Viewer, params: &Params) -> Result<Reply> {
-    let id = required(params, "id")?;
+    let id =
+        &crate::store::prefix::resolve_session(viewer.service.store(), required(params, "id")?)?;
     let engine = viewer.service.engine()?;
     let searcher = engine.searcher();
     let fields = viewer.service.store().fields();
@@ -300,6 +322,7 @@ pub fn session(viewer: &Viewer, params: &Params) -> Result<Reply> {
     };
     Ok(Reply::ok(json!({
         "session_id": id,
+        "title": browse::session_title(searcher, fields, id)?,
         "summaries": summaries.iter().map(summary_json).collect::<Vec<_>>(),
         "summaries_total": total,
         "summaries_cut": total > MAX_SUMMARIES,
@@ -313,8 +336,30 @@ pub fn session(viewer: &Viewer, params: &Params) -> Result<Reply> {
 /// hooks never followed the session and its transcript is gone), the stored
 /// messages by conversation turn instead, said so in `clock`.
 pub fn turns(viewer: &Viewer, params: &Params) -> Result<Reply> {
-    let session = required(params, "session")?;
-    let from = number(params, "from", 1, u64::MAX)?.max(1);
+    let session = &crate::store::prefix::resolve_session(
+        viewer.service.store(),
+        required(params, "session")?,
+    )?;
+    // `message=ID`: from the turn that holds that stored message (a search
+    // hit's link), whatever clock its own turn number is on.
+    let at_message = match text(params, "message") {
+        Some(id) => crate::tiers::find(viewer.service.store(), id)?
+            .and_then(|found| found.record().source.pointer("/origin/line")?.as_u64())
+            .map(|line| {
+                crate::integrations::hooks::turns::turn_of_line(
+                    viewer.service.store().root(),
+                    session,
+                    line,
+                )
+            })
+            .transpose()
+            .unwrap_or(None),
+        None => None,
+    };
+    let from = match at_message {
+        Some(turn) => turn,
+        None => number(params, "from", 1, u64::MAX)?.max(1),
+    };
     let to = number(params, "to", u64::MAX, u64::MAX)?.max(from);
     let limit = number(params, "limit", 50, MAX_MESSAGES_PAGE as u64)?.max(1) as usize;
     let query = TurnQuery {
@@ -356,18 +401,27 @@ fn stored_turns(
     limit: usize,
     why: &str,
 ) -> Result<Reply> {
-    let messages =
-        browse::session_messages(engine.searcher(), store.fields(), session, from, u64::MAX)?;
+    // Turns are shown from 1; a transcript's messages are stored from 0
+    // (`Record::shown_turns`), so read from one turn earlier and keep those
+    // shown at `from` or later.
+    let mut messages = browse::session_messages(
+        engine.searcher(),
+        store.fields(),
+        session,
+        from.saturating_sub(1),
+        u64::MAX,
+    )?;
+    messages.retain(|r| r.shown_turns().0.is_none_or(|t| t >= from));
     if messages.is_empty() {
         return Ok(Reply::not_found(why.to_string()));
     }
     let mut page: Vec<&Record> = messages.iter().take(limit).collect();
     let mut next_from = None;
     if let Some(next) = messages.get(limit) {
-        let next_turn = next.fields.start_turn.unwrap_or(from);
+        let next_turn = next.shown_turns().0.unwrap_or(from);
         // Whole turns per page when the page holds more than one.
-        if page.iter().any(|r| r.fields.start_turn != Some(next_turn)) {
-            page.retain(|r| r.fields.start_turn != Some(next_turn));
+        if page.iter().any(|r| r.shown_turns().0 != Some(next_turn)) {
+            page.retain(|r| r.shown_turns().0 != Some(next_turn));
             next_from = Some(next_turn);
         } else {
             next_from = Some(next_turn + 1);
@@ -377,7 +431,7 @@ fn stored_turns(
         .iter()
         .map(|r| {
             json!({
-                "turn": r.fields.start_turn,
+                "turn": r.shown_turns().0,
                 "line": r.source.pointer("/origin/line"),
                 "role": r.fields.title,
                 "text": clip(&r.fields.content, DEFAULT_MESSAGE_CHARS),
@@ -458,8 +512,8 @@ pub fn record(viewer: &Viewer, params: &Params) -> Result<Reply> {
         "tier": record.tier.as_str(),
         "citation": record.citation(),
         "session_id": record.fields.session_id,
-        "start_turn": record.fields.start_turn,
-        "end_turn": record.fields.end_turn,
+        "start_turn": record.shown_turns().0,
+        "end_turn": record.shown_turns().1,
         "access": {
             "count": record.access_count,
             "last_accessed": record.last_accessed,
@@ -499,6 +553,7 @@ pub fn health(viewer: &Viewer) -> Result<Reply> {
     Ok(Reply::ok(json!({
         "stats": stats,
         "upkeep": upkeep,
+        "upkeep_off": crate::upkeep::disabled_by(store),
         "verify": match verify {
             Ok(last) => json!(last),
             Err(e) => json!({"error": e.to_string()}),
@@ -511,38 +566,42 @@ pub fn health(viewer: &Viewer) -> Result<Reply> {
     })))
 }
 
-/// What a delete asks for: ids, or a whole session.
+/// What a forget asks for: ids, or a whole session.
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeleteRequest {
-    /// Record ids to delete.
+    /// Record ids to forget.
     #[serde(default)]
     pub ids: Vec<String>,
-    /// A session whose live records are all deleted.
+    /// A session all of whose records are forgotten (any unique start of its id).
     #[serde(default)]
     pub session: Option<String>,
 }
 
-/// `POST api/delete` with `{"ids": [...]}` or `{"session": "..."}`: deletes
-/// live records through [`Store::delete`], the call `knowledge-db delete`
-/// makes. Refused unless the viewer was started with `--allow-delete`.
-pub fn delete(viewer: &Viewer, request: &DeleteRequest) -> Result<Reply> {
+/// `POST api/forget` with `{"ids": [...]}` or `{"session": "..."}`: forgets
+/// the records for good through [`crate::tiers::forget::forget`], the call
+/// `knowledge-db forget` makes: both tiers, gone from disk, and tombstoned
+/// so a later ingest does not bring them back (`forget --undo` lifts that).
+/// A session's hook files go too. Refused unless the viewer was started
+/// with `--allow-delete`.
+pub fn forget(viewer: &Viewer, request: &DeleteRequest) -> Result<Reply> {
     if !viewer.allow_delete {
         return Ok(Reply {
             status: 403,
-            body: json!({"error": "the viewer is read-only; start it with `knowledge-db ui --allow-delete` to delete"}),
+            body: json!({"error": "this viewer is read-only: start it with `knowledge-db ui --allow-delete` to forget records from the page, or run `knowledge-db forget ID`"}),
         });
     }
     let store = viewer.service.store();
-    let ids = match (&request.session, request.ids.is_empty()) {
+    let what = match (&request.session, request.ids.is_empty()) {
         (Some(session), true) => {
-            let engine = viewer.service.engine()?;
-            browse::session_ids(engine.searcher(), store.fields(), session)?
+            ForgetWhat::Session(crate::store::prefix::resolve_session(store, session)?)
         }
-        (None, false) if request.ids.len() <= MAX_DELETE_IDS => request.ids.clone(),
+        (None, false) if request.ids.len() <= MAX_DELETE_IDS => {
+            ForgetWhat::Ids(request.ids.clone())
+        }
         (None, false) => {
             return Err(Error::Usage(format!(
-                "{} ids in one delete; at most {MAX_DELETE_IDS}",
+                "{} ids in one forget; at most {MAX_DELETE_IDS}",
                 request.ids.len()
             )))
         }
@@ -552,16 +611,23 @@ pub fn delete(viewer: &Viewer, request: &DeleteRequest) -> Result<Reply> {
             ))
         }
     };
-    if ids.is_empty() {
+    let report = crate::tiers::forget::forget(store, &what, false, viewer.lock_timeout)?;
+    if report.l2.is_empty() && report.l3.is_empty() {
         return Ok(Reply::not_found(
-            "the session has no live records (archived ones stay in the archive)".into(),
+            "nothing stored matches: no record was forgotten".into(),
         ));
     }
-    let report = store.delete(&ids, viewer.lock_timeout)?;
+    let hook_files: usize = report
+        .sessions
+        .iter()
+        .map(|s| crate::integrations::hooks::forget_session_files(store.root(), s))
+        .sum();
     Ok(Reply::ok(json!({
-        "deleted": report.deleted,
-        "missing": report.missing,
-        "session": request.session,
+        "forgotten": report.l2.len() + report.l3.len(),
+        "live": report.l2,
+        "archived": report.l3,
+        "session": report.sessions.first(),
+        "hook_files_removed": hook_files,
     })))
 }
 

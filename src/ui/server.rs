@@ -166,7 +166,7 @@ fn router(shared: AppState) -> Router {
         .route(&at("/api/turns"), get(turns))
         .route(&at("/api/record"), get(record))
         .route(&at("/api/health"), get(health))
-        .route(&at("/api/delete"), post(delete))
+        .route(&at("/api/forget"), post(forget))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(Arc::clone(&shared), guard))
@@ -335,7 +335,7 @@ async fn health(State(s): State<AppState>) -> Response {
     answer(s, api::health).await
 }
 
-async fn delete(State(s): State<AppState>, body: Bytes) -> Response {
+async fn forget(State(s): State<AppState>, body: Bytes) -> Response {
     let request: api::DeleteRequest = match serde_json::from_slice(&body) {
         Ok(request) => request,
         Err(e) => {
@@ -345,5 +345,5 @@ async fn delete(State(s): State<AppState>, body: Bytes) -> Response {
             )
         }
     };
-    answer(s, move |v| api::delete(v, &request)).await
+    answer(s, move |v| api::forget(v, &request)).await
 }

@@ -3,9 +3,12 @@
 // is downloaded). On a store of real Claude Code sessions (ingested from
 // ../shared/eval, with the hooks' summaries and queues) the test searches,
 // opens a result, walks a session's timeline to its raw turns, reads the
-// health page, deletes a record and a session with --allow-delete (and is
+// health page, forgets a record and a session with --allow-delete (and is
 // refused without it), and is refused without the token, with a foreign Host
-// header and with a foreign Origin. It saves a screenshot of each view.
+// header and with a foreign Origin. It checks the marks of a snippet after
+// non-ASCII text, the sessions' titles, the low-confidence marks and the
+// empty store's views (which say how to fill it), and saves a screenshot of
+// each view.
 //
 // Run by ./test.sh (its viewer block). Environment:
 //   KNOWLEDGE_DB_BIN      the binary (default target/debug/knowledge-db)
@@ -106,6 +109,10 @@ function buildStore() {
   // missing file in a folder that does is only not written yet).
   const broken = { session_id: "broken-session", transcript_path: join(folder, "gone", "gone.jsonl"), hook_event_name: "PostToolUse", tool_name: "Bash" };
   kdb(["hook", "post-tool-use"], JSON.stringify(broken));
+  // A note whose matches come after non-ASCII text (an em dash, accents, an
+  // emoji: 3, 2 and 4 bytes in UTF-8, 1, 1 and 2 in JavaScript's strings).
+  const note = { id: "note-unicode", title: "unicode marks", text: "Café notes — naïve 🚀 plan: the zebrafish ledger of the quokka harbor" };
+  assert.equal(kdb(["add", "-", "--embed", "later"], JSON.stringify(note)).status, 0);
   assert.equal(kdb(["verify"]).status, 0);
 }
 
@@ -209,10 +216,10 @@ test("a request without the token, with a foreign Host or a foreign Origin is re
   // The page itself and its scripts carry the token too.
   assert.equal((await request(port, "/assets/app.js")).status, 403);
   assert.equal((await request(port, `${path}assets/app.js`)).status, 200);
-  // Read-only: a delete from the page's own origin is still refused.
+  // Read-only: a forget from the page's own origin is still refused.
   const origin = `http://127.0.0.1:${port}`;
   const json = { "Content-Type": "application/json", Origin: origin };
-  const refused = await request(port, `${path}api/delete`, { method: "POST", headers: json, body: '{"ids":["x"]}' });
+  const refused = await request(port, `${path}api/forget`, { method: "POST", headers: json, body: '{"ids":["x"]}' });
   assert.equal(refused.status, 403);
   assert.match(JSON.parse(refused.text).error, /read-only/);
   // Bounded: a query too long, a page too big.
@@ -282,6 +289,29 @@ test("search: hits with their score parts, and the abstention", { skip: SKIP }, 
 
   // Nothing relevant: the abstention says so with the best score, and names
   // the words no record holds.
+  // Marks sit on the matched words after an em dash, accents and an emoji.
+  await page.goto(`${readOnly.url}#/search?q=${encodeURIComponent("zebrafish ledger quokka harbor")}`);
+  await answered({ q: "zebrafish ledger quokka harbor" });
+  const marks = await page.locator("[data-testid=hit] .snippet mark").allInnerTexts();
+  assert.ok(marks.length >= 4, `marks: ${marks.join("|")}`);
+  for (const mark of marks) assert.match(mark, /^(zebrafish|ledger|quokka|harbor)$/i, `a mark slipped: ${marks.join("|")}`);
+
+  // A question about something the store does not hold: no hit passes for
+  // an answer (each is marked, or nothing comes back, said in the page's own
+  // words: its checkbox, never the CLI's flags).
+  const absent = "kubernetes helm chart rollback strategy";
+  await page.goto(`${readOnly.url}#/search?q=${encodeURIComponent(absent)}`);
+  await answered({ q: absent });
+  const absentHits = await page.locator("[data-testid=hit]").count();
+  if (absentHits > 0) {
+    assert.equal(await page.locator("[data-testid=hit].unsure, [data-testid=hit].weak").count(), absentHits, "an off-topic hit looks like an answer");
+    await page.waitForSelector("[data-testid=low-confidence]");
+  } else {
+    const said = await page.locator("[data-testid=explanation]").innerText();
+    assert.doesNotMatch(said, /--all|--min-score/);
+  }
+  await shot({ path: join(shots, "viewer-search-absent.png") });
+
   const nothing = "zqxjv wombat kazoo";
   await page.goto(`${readOnly.url}#/search?q=${encodeURIComponent(nothing)}`);
   // A hash change keeps the page: wait for this query's answer, not the last one's.
@@ -291,6 +321,21 @@ test("search: hits with their score parts, and the abstention", { skip: SKIP }, 
   assert.match(summary, /No results/);
   const unknown = await page.locator("[data-testid=unknown-words]").innerText();
   assert.match(unknown, /zqxjv/);
+});
+
+test("a message hit's session link opens the raw turns that hold it", { skip: SKIP }, async () => {
+  await page.goto(`${readOnly.url}#/search?q=${encodeURIComponent("hook timeout")}&kind=message`);
+  await page.waitForSelector("[data-testid=hit] .session-link");
+  const id = await page.locator("[data-testid=hit] .title a").first().getAttribute("title");
+  await page.locator("[data-testid=hit] .session-link").first().click();
+  await page.waitForSelector("[data-testid=turns] .message");
+  let found = page.locator(`[data-testid=turns] a.record-link[title="${id}"]`);
+  while (!(await found.count()) && (await page.locator("section.session-pane button.more").count())) {
+    await page.locator("section.session-pane button.more").click();
+    await page.waitForTimeout(200);
+    found = page.locator(`[data-testid=turns] a.record-link[title="${id}"]`);
+  }
+  assert.ok(await found.count(), `message ${id} is not in the turns its link opened`);
 });
 
 test("a result opens its record: JSON, tier, access count, vector state, provenance", { skip: SKIP }, async () => {
@@ -333,8 +378,12 @@ test("the timeline walks from a session's summary to its raw turns", { skip: SKI
     await page.waitForTimeout(200);
     link = page.locator(`[data-session="${withSummary.session_id}"]`);
   }
+  // Sessions are listed by their first prompt, not as bare ids.
+  const titles = await page.locator("[data-testid=sessions] a.session-title").allInnerTexts();
+  assert.ok(titles.length > 0 && titles.every((t) => !/^[0-9a-f]{8}…$/.test(t)), `untitled sessions: ${titles.join(" | ")}`);
   await link.click();
   await page.waitForSelector("[data-testid=summaries] li");
+  assert.ok((await page.locator("[data-testid=session-title]").innerText()).length > 0);
   const raw = page.locator("[data-testid=raw-turns]").first();
   const label = await raw.innerText();
   const [, first] = /turns (\d+)–(\d+)/.exec(label);
@@ -359,7 +408,9 @@ test("the health page shows stats, vectors, upkeep, the last verify, queues and 
   assert.ok(text.includes(stats.records.toLocaleString("en-US")), `${stats.records} records not shown`);
   assert.match(await page.locator("[data-testid=verify]").innerText(), /all checks passed/);
   assert.match(await page.locator("[data-testid=vectors]").innerText(), /waiting/);
-  assert.match(await page.locator("[data-testid=upkeep]").innerText(), /not running|running/);
+  // The viewer runs with KNOWLEDGE_DB_UPKEEP=off: the page says so, and why.
+  assert.equal(await page.locator("[data-testid=upkeep-worker]").innerText(), "off");
+  assert.match(await page.locator("[data-testid=upkeep-off]").innerText(), /KNOWLEDGE_DB_UPKEEP=off is set in the environment/);
   assert.ok((await page.locator("[data-testid=queues] tr").count()) > 1, "no compression queue listed");
   const byProject = await page.locator("[data-testid=by-project]").innerText();
   assert.ok(Object.keys(stats.by_project).every((p) => byProject.includes(p || "(no project)")), byProject);
@@ -369,7 +420,12 @@ test("the health page shows stats, vectors, upkeep, the last verify, queues and 
   await shot({ path: join(shots, "viewer-health.png"), fullPage: true, clip: { x: 0, y: 0, width: 1280, height } });
 });
 
-test("deletes need --allow-delete, a confirmation and the page's own origin", { skip: SKIP }, async () => {
+test("forgetting needs --allow-delete, a confirmation and the page's own origin", { skip: SKIP }, async () => {
+  // Read-only: the button is there, disabled, and says how to allow it.
+  await page.goto(`${readOnly.url}#/record?id=note-unicode`);
+  await page.waitForSelector("[data-testid=delete-record]");
+  assert.ok(await page.locator("[data-testid=delete-record]").isDisabled());
+  assert.match(await page.locator("[data-testid=delete-record]").getAttribute("title"), /--allow-delete/);
   assert.equal(await stopUi(readOnly), 0, "Ctrl-C did not stop the viewer cleanly");
   assert.match(readOnly.stderr(), /stopped/);
   const server = await startUi(["--allow-delete"]);
@@ -377,7 +433,7 @@ test("deletes need --allow-delete, a confirmation and the page's own origin", { 
     const path = new URL(server.url).pathname;
     const port = server.port;
     const post = (headers, body = '{"ids":["nothing"]}') =>
-      request(port, `${path}api/delete`, { method: "POST", headers, body });
+      request(port, `${path}api/forget`, { method: "POST", headers, body });
     assert.equal((await post({ "Content-Type": "application/json", Origin: "http://evil.example" })).status, 403);
     assert.equal((await post({ "Content-Type": "application/json" })).status, 403);
     assert.equal((await post({ "Content-Type": "text/plain", Origin: `http://127.0.0.1:${port}` })).status, 403);
@@ -390,7 +446,7 @@ test("deletes need --allow-delete, a confirmation and the page's own origin", { 
     const recordId = turns.messages.find((m) => m.id).id;
     assert.equal(kdb(["get", recordId]).status, 0);
 
-    // Asked first: dismissing deletes nothing.
+    // Asked first: dismissing forgets nothing.
     await page.goto(`${server.url}#/record?id=${encodeURIComponent(recordId)}`);
     await page.waitForSelector("[data-testid=delete-record]");
     page.once("dialog", (d) => d.dismiss());
@@ -408,12 +464,42 @@ test("deletes need --allow-delete, a confirmation and the page's own origin", { 
     page.once("dialog", (d) => d.accept());
     await page.click("[data-testid=delete-session]");
     await page.waitForSelector("[data-testid=deleted]");
-    const deleted = Number(/Deleted (\d+) records/.exec(await page.locator("[data-testid=deleted]").innerText())[1]);
+    const deleted = Number(/Forgot (\d+) records/.exec(await page.locator("[data-testid=deleted]").innerText())[1]);
     assert.equal(deleted, victim.records);
     assert.equal(kdbJson(["stats"]).records, before - victim.records);
     const left = kdbJson(["search", "error", "--session", victim.session_id, "--all-namespaces", "--mode", "bm25", "--all"]);
     assert.equal(left.results.length, 0);
   } finally {
     assert.equal(await stopUi(server), 0);
+  }
+});
+
+test("an empty store's views say how to fill it", { skip: SKIP }, async () => {
+  const empty = join(work, "empty-store");
+  assert.equal(spawnSync(BIN, ["--store", empty, "init"], { env }).status, 0);
+  const child = spawn(BIN, ["--store", empty, "ui", "--no-vectors"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const url = await new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (d) => {
+      out += d;
+      if (out.includes("\n")) resolve(out.split("\n")[0].trim());
+    });
+    child.on("exit", (code) => reject(new Error(`ui exited ${code}`)));
+  });
+  try {
+    for (const [view, name] of [["search?q=anything", "search"], ["timeline", "timeline"], ["health", "health"]]) {
+      await page.goto(`${url}#/${view}`);
+      await page.waitForSelector("[data-testid=empty-store]");
+      const text = await page.locator("[data-testid=empty-store]").innerText();
+      assert.match(text, /knowledge-db ingest ~\/.claude\/projects/);
+      assert.match(text, /knowledge-db hook install/);
+      await shot({ path: join(shots, `viewer-empty-${name}.png`) });
+    }
+    assert.doesNotMatch(await page.locator("main").innerText(), /\b1 sessions\b|\b0 session\b/);
+  } finally {
+    await new Promise((resolve) => {
+      child.on("exit", resolve);
+      child.kill("SIGINT");
+    });
   }
 });

@@ -651,22 +651,42 @@ pub(super) fn check_upkeep(store: &Store, checks: &mut Checks) {
     match &status.last_error {
         Some(error) => checks.warn(
             "upkeep",
-            format!("the last background run failed at {}: {}", error.at, error.message),
+            format!(
+                "the last background run failed at {}: {}",
+                error.at, error.message
+            ),
             "run `knowledge-db --store <store> upkeep` to see it fail in the foreground",
         ),
-        None if !crate::upkeep::enabled(store) => checks.warn(
-            "upkeep",
-            format!("background upkeep is off; {waiting} records wait for a vector"),
-            "set [upkeep] enabled = true in the store's config.toml, or run `knowledge-db upkeep` from cron",
-        ),
+        None if !crate::upkeep::enabled(store) => {
+            let why = crate::upkeep::disabled_by(store).unwrap_or_default();
+            let fix = upkeep_off_fix(&why);
+            checks.warn(
+                "upkeep",
+                format!("background upkeep is off ({why}); {waiting} records wait for a vector"),
+                fix,
+            )
+        }
         None => checks.ok(
             "upkeep",
             if status.running {
-                format!("a worker is running: {} vectors computed, {waiting} waiting", status.embedded)
+                format!(
+                    "a worker is running: {} vectors computed, {waiting} waiting",
+                    status.embedded
+                )
             } else {
                 format!("idle; {waiting} records wait for a vector")
             },
         ),
+    }
+}
+
+/// What turns a disabled upkeep back on, for the switch that turned it off
+/// (`why`, as [`crate::upkeep::disabled_by`] says it).
+fn upkeep_off_fix(why: &str) -> &'static str {
+    if why.starts_with("KNOWLEDGE_DB_UPKEEP") {
+        "unset KNOWLEDGE_DB_UPKEEP (or set it to on) where the hooks run, or run `knowledge-db upkeep` from cron"
+    } else {
+        "set [upkeep] enabled = true in the store's config.toml, or run `knowledge-db upkeep` from cron"
     }
 }
 
@@ -761,4 +781,22 @@ pub(super) fn check_hooks_log(store: &Path, checks: &mut Checks) {
         ),
         "the hooks carried on (they never fail Claude's tool call); fix what the lines name",
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// With `KNOWLEDGE_DB_UPKEEP=off`, the fix is to unset it, not to set
+    /// `enabled = true` (already set).
+    #[test]
+    fn the_fix_for_an_upkeep_turned_off_names_the_switch_that_did_it() {
+        let env = upkeep_off_fix("KNOWLEDGE_DB_UPKEEP=off is set in the environment");
+        assert!(
+            env.contains("unset KNOWLEDGE_DB_UPKEEP") && !env.contains("enabled = true"),
+            "{env}"
+        );
+        let config = upkeep_off_fix("`[upkeep] enabled = false` in /s/config.toml");
+        assert!(config.contains("enabled = true"), "{config}");
+    }
 }

@@ -62,9 +62,25 @@ impl HookFiles {
         self.dir.join("hooks.log")
     }
 
+    /// The error that keeps the hooks out of a store path that is no store's
+    /// folder (a project, a home folder, a file): they write nothing there
+    /// (see `crate::store::folder`); `None` when they may write.
+    fn foreign(&self) -> Option<Error> {
+        let root = self.dir.parent()?;
+        match crate::store::folder::examine(root) {
+            crate::store::folder::Folder::Foreign(_) | crate::store::folder::Folder::File => {
+                crate::store::folder::no_store_error(root)
+            }
+            _ => None,
+        }
+    }
+
     /// Takes the session's lock without waiting: `None` when another hook of the
     /// same session is running (it will catch up on this call's bytes).
     pub(super) fn try_lock(&self, session_id: &str) -> Result<Option<File>> {
+        if let Some(refused) = self.foreign() {
+            return Err(refused);
+        }
         std::fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
         let path = self.dir.join(format!("{}.lock", Self::stem(session_id)));
         crate::store::lock::try_lock_file(&path)
@@ -136,6 +152,12 @@ impl HookFiles {
         session_id: Option<&str>,
         message: &str,
     ) -> std::result::Result<LoggedTo, String> {
+        if let Some(refused) = self.foreign() {
+            // Not a store's folder: say it where the agent's client shows hook output.
+            let message = crate::privacy::Redactor::builtin().redact(message).text;
+            eprintln!("knowledge-db hook {command}: {message} ({refused})");
+            return Err(format!("not logged: {refused}"));
+        }
         let path = self.log();
         // An error may quote the input it failed on: redacted like the rest.
         let message = match redactor_near(&path) {

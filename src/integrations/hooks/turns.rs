@@ -117,6 +117,18 @@ impl TurnIndex {
     }
 }
 
+/// The turn (as [`read_turns`] counts them) that holds transcript line
+/// `line` of `session`: where a stored message's raw turns begin (the
+/// viewer opens a message's session there).
+pub fn turn_of_line(store_root: &Path, session: &str, line: u64) -> Result<u64> {
+    let stored = match Store::open(store_root) {
+        Ok(store) => session_messages(&store, session)?,
+        Err(Error::NoStore { .. }) => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    Ok(turn_index(store_root, session, &stored)?.turn_of(line))
+}
+
 /// Reads turns `from..=to` of a session: from the store, else the transcript.
 pub fn read_turns(store_root: &Path, query: &TurnQuery) -> Result<TurnMessages> {
     let session = query.session_id.as_str();

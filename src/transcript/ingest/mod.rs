@@ -353,6 +353,9 @@ pub struct IngestOptions {
     /// the background upkeep adds (int8 drafts first for a large backlog),
     /// instead of holding the caller for minutes. `None`: always inline.
     pub inline_embed_max: Option<usize>,
+    /// Set (by a Ctrl-C handler) to stop before the next file: what was read
+    /// is committed, the rest is left for the next run.
+    pub stop: Option<&'static std::sync::atomic::AtomicBool>,
 }
 
 /// One file's part of an ingest.
@@ -410,6 +413,9 @@ pub struct IngestReport {
     pub seconds: f64,
     /// Whether nothing was written (`dry_run` asked, or no store).
     pub dry_run: bool,
+    /// Whether `stop` ended the run before every file was read: what was
+    /// read is committed, and the next run reads on from there.
+    pub interrupted: bool,
 }
 
 /// How complete a copy of a session a transcript file is, judged by its
@@ -531,29 +537,103 @@ fn most_complete_copies(
     Ok((kept, superseded))
 }
 
-/// Reads `files`, stores their messages in one commit, then saves the read positions.
-/// Without a store (or with `dry_run`) it only reads and counts.
+/// Records read before they are committed: an ingest of a whole history is
+/// stored in steps of about this many records, so memory stays bounded and
+/// an interrupted ingest keeps every step it committed (a rerun reads on
+/// from the saved positions). At least the default
+/// [`crate::store::config::Embedding::ingest_inline_max`], so that whether a
+/// run embeds inline is decided by its first step as for a run in one commit.
+pub const RECORDS_PER_COMMIT: usize = 8_192;
+
+/// [`RECORDS_PER_COMMIT`], or `KNOWLEDGE_DB_INGEST_STEP` when set to a
+/// positive number (the tests interrupt an ingest between small steps).
+fn records_per_commit() -> usize {
+    std::env::var("KNOWLEDGE_DB_INGEST_STEP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or(RECORDS_PER_COMMIT)
+}
+
+/// Where an ingest is, for a progress display.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct IngestProgress {
+    /// `true` while a step is being committed, `false` while files are read.
+    pub storing: bool,
+    /// Files read so far, of `files_total`.
+    pub files_done: usize,
+    /// Files to read.
+    pub files_total: usize,
+    /// Bytes on disk of the files read so far, of `bytes_total`.
+    pub bytes_done: u64,
+    /// Bytes on disk of the files to read.
+    pub bytes_total: u64,
+    /// Messages read so far.
+    pub messages_read: usize,
+    /// Records committed so far (added, updated or unchanged).
+    pub records_stored: usize,
+    /// Records being committed in the current step (when `storing`).
+    pub records_storing: usize,
+}
+
+/// What one step holds until it is committed.
+#[derive(Default)]
+struct Step {
+    records: Vec<(FileRank, Record)>,
+    states: Vec<IngestState>,
+    redacted: Findings,
+}
+
+/// Reads `files` and stores their messages, committing every
+/// [`RECORDS_PER_COMMIT`] records or so and saving the read positions of the
+/// files each commit covers. Without a store (or with `dry_run`) it only
+/// reads and counts. When `options.stop` is set (Ctrl-C), it stops before
+/// the next file, commits what it read, and says so in `interrupted`.
 pub fn ingest(
     store: Option<&Store>,
     files: &[PathBuf],
     options: &IngestOptions,
-    embedder: Option<&mut dyn Embedder>,
+    mut embedder: Option<&mut dyn Embedder>,
     lock_timeout: Duration,
-    progress: &mut dyn FnMut(usize, usize),
+    progress: &mut dyn FnMut(&IngestProgress),
 ) -> Result<IngestReport> {
     let started = Instant::now();
     let mut report = IngestReport {
         dry_run: options.dry_run || store.is_none(),
         ..IngestReport::default()
     };
+    let writing = store.filter(|_| !options.dry_run);
     let added_at = crate::now_rfc3339();
-    let mut records: Vec<(FileRank, Record)> = Vec::new();
-    let mut states = Vec::new();
+    // Larger files first: of two copies of one session (a checkpoint copy
+    // and the whole file) the more complete is then stored first and the
+    // other left out, instead of being stored in one step and replaced in a
+    // later one. The outcome is the same either way (see
+    // `most_complete_copies`); a first ingest then reports no updates.
+    let mut sized: Vec<(u64, &PathBuf)> = files
+        .iter()
+        .map(|p| (std::fs::metadata(p).map_or(0, |m| m.len()), p))
+        .collect();
+    sized.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    let mut at = IngestProgress {
+        files_total: files.len(),
+        bytes_total: sized.iter().map(|(size, _)| size).sum(),
+        ..IngestProgress::default()
+    };
+    let mut step = Step::default();
+    let per_commit = records_per_commit();
+    let mut defer: Option<bool> = None;
+    let mut committed = false;
     let mut parse_time = Duration::ZERO;
     let mut parents = ParentSessions::default();
-    let mut redacted = Findings::default();
-    for (i, path) in files.iter().enumerate() {
-        progress(i, files.len());
+    for (i, &(size, path)) in sized.iter().enumerate() {
+        if options
+            .stop
+            .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+        {
+            report.interrupted = true;
+            break;
+        }
+        progress(&at);
         let saved = match store {
             Some(store) if !options.full => saved_state(store, path),
             _ => None,
@@ -567,7 +647,7 @@ pub fn ingest(
             let anchors = parents.anchors(store, &transcript)?;
             transcript.align_subagent_turns(&anchors);
         }
-        if store.is_some() && !options.dry_run {
+        if let Some(store) = writing {
             let rank = FileRank::of_part(&path.display().to_string(), &part);
             let (part_records, found) = transcript_records_redacted(
                 &transcript,
@@ -575,38 +655,109 @@ pub fn ingest(
                 &added_at,
                 Via::Ingest,
                 earlier.as_ref(),
-                store.map_or(Redactor::builtin(), Store::redactor),
+                store.redactor(),
             )?;
-            redacted.absorb(&found);
-            records.extend(part_records.into_iter().map(|r| (rank.clone(), r)));
-            let redactor = store.map_or(Redactor::builtin(), Store::redactor);
-            states.push(next_state(&transcript, &part, redactor)?);
+            step.redacted.absorb(&found);
+            step.records
+                .extend(part_records.into_iter().map(|r| (rank.clone(), r)));
+            step.states
+                .push(next_state(&transcript, &part, store.redactor())?);
         }
         report.add_file(&transcript);
-    }
-    progress(files.len(), files.len());
-    report.parse_seconds = parse_time.as_secs_f64();
-    report.parse_mb_per_s = report.bytes_read as f64 / 1e6 / report.parse_seconds.max(1e-9);
-    if let Some(store) = store.filter(|_| !options.dry_run) {
-        let (records, superseded) = most_complete_copies(store, records)?;
-        report.superseded = superseded;
-        let embedder = match options.inline_embed_max {
-            Some(max) if embedder.is_some() && records.len() > max => {
-                report.vectors_deferred = records.len();
-                None
-            }
-            _ => embedder,
-        };
-        // Redacted above, before replies were linked to their prompts.
-        let (added, _) =
-            store.add_redacted(records, redacted, HashMap::new(), embedder, lock_timeout)?;
-        report.store = Some(added);
-        for state in &states {
-            save_state(store, state)?;
+        at.files_done = i + 1;
+        at.bytes_done += size;
+        at.messages_read = report.messages;
+        if let Some(store) = writing.filter(|_| step.records.len() >= per_commit) {
+            let more_to_come = i + 1 < files.len();
+            commit_step(
+                store,
+                &mut step,
+                options,
+                &mut embedder,
+                &mut defer,
+                more_to_come,
+                lock_timeout,
+                &mut report,
+                &mut at,
+                progress,
+            )?;
+            committed = true;
         }
     }
+    if let Some(store) = writing.filter(|_| !committed || !step.states.is_empty()) {
+        commit_step(
+            store,
+            &mut step,
+            options,
+            &mut embedder,
+            &mut defer,
+            false,
+            lock_timeout,
+            &mut report,
+            &mut at,
+            progress,
+        )?;
+    }
+    progress(&at);
+    report.parse_seconds = parse_time.as_secs_f64();
+    report.parse_mb_per_s = report.bytes_read as f64 / 1e6 / report.parse_seconds.max(1e-9);
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Commits one step's records, then saves the read positions of its files.
+/// The first step decides, for the whole run, whether vectors are made
+/// inline: not when more steps follow or the step holds more than
+/// `inline_embed_max` records (the upkeep makes them).
+#[allow(clippy::too_many_arguments)]
+fn commit_step(
+    store: &Store,
+    step: &mut Step,
+    options: &IngestOptions,
+    embedder: &mut Option<&mut dyn Embedder>,
+    defer: &mut Option<bool>,
+    more_to_come: bool,
+    lock_timeout: Duration,
+    report: &mut IngestReport,
+    at: &mut IngestProgress,
+    progress: &mut dyn FnMut(&IngestProgress),
+) -> Result<()> {
+    let (records, superseded) = most_complete_copies(store, std::mem::take(&mut step.records))?;
+    report.superseded += superseded;
+    let deferred = *defer.get_or_insert_with(|| match options.inline_embed_max {
+        Some(max) => embedder.is_some() && (more_to_come || records.len() > max),
+        None => false,
+    });
+    if deferred {
+        report.vectors_deferred += records.len();
+    }
+    at.storing = true;
+    at.records_storing = records.len();
+    progress(at);
+    let embedder = if deferred {
+        None
+    } else {
+        embedder.as_mut().map(|e| &mut **e as &mut dyn Embedder)
+    };
+    // Redacted when read, before replies were linked to their prompts.
+    let (added, _) = store.add_redacted(
+        records,
+        std::mem::take(&mut step.redacted),
+        HashMap::new(),
+        embedder,
+        lock_timeout,
+    )?;
+    for state in step.states.drain(..) {
+        save_state(store, &state)?;
+    }
+    at.storing = false;
+    at.records_stored += added.added + added.updated + added.unchanged;
+    at.records_storing = 0;
+    match &mut report.store {
+        Some(total) => total.absorb(&added),
+        None => report.store = Some(added),
+    }
+    Ok(())
 }
 
 /// The turns of the sessions that subagent transcripts belong to, read once

@@ -187,6 +187,7 @@ fn a_large_batch_leaves_its_vectors_to_the_upkeep() {
             dry_run: false,
             full: false,
             inline_embed_max: Some(max),
+            stop: None,
         };
         let mut embedder = crate::embed::HashEmbedder::new(16);
         ingest(
@@ -195,7 +196,7 @@ fn a_large_batch_leaves_its_vectors_to_the_upkeep() {
             &options,
             Some(&mut embedder),
             Duration::from_secs(5),
-            &mut |_, _| {},
+            &mut |_| {},
         )
         .unwrap()
     };

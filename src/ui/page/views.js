@@ -9,6 +9,18 @@ const day = (time) => (time ? time.slice(0, 10) : "—");
 const when = (time) => (time ? time.replace("T", " ").replace(/(:\d\d)(\.\d+)?Z$/, "$1") : "—");
 const short = (id) => (id && id.length > 14 ? id.slice(0, 8) + "…" : id);
 const score = (n) => (n === null || n === undefined ? "—" : n.toFixed(3));
+/// `1 session`, `2 sessions`.
+export const count = (n, word, plural = word + "s") => `${(n ?? 0).toLocaleString()} ${n === 1 ? word : plural}`;
+
+/// What an empty store says: where memory comes from.
+function EmptyStore({ what }) {
+  return html`<div class="empty" data-testid="empty-store">
+    <p><b>${what}</b> The store holds no records yet. Fill it from a terminal:</p>
+    <pre>knowledge-db ingest ~/.claude/projects   # the Claude Code sessions you already have
+knowledge-db hook install                # store and recall every new session from now on</pre>
+    <p class="hint">Then reload this page.</p>
+  </div>`;
+}
 
 function bytes(n) {
   if (n === null || n === undefined) return "—";
@@ -33,36 +45,54 @@ function RecordLink({ id, children }) {
   return html`<a class="record-link" href=${href("record", { id })} title=${id}>${children || id}</a>`;
 }
 
-function SessionLink({ session, group, turn, children }) {
+/// A link into the timeline: a session, from a turn or from the turn that
+/// holds a stored message (`message`: a message hit's own place).
+function SessionLink({ session, group, turn, message, children }) {
   if (!session) return null;
-  return html`<a class="session-link" href=${href("timeline", { group, session, from: turn })} title=${session}
+  const at = message ? { message } : { from: turn };
+  return html`<a class="session-link" href=${href("timeline", { group, session, ...at })} title=${session}
     >${children || short(session)}</a
   >`;
 }
 
-/// The snippet with its highlighted ranges (char offsets) marked.
-function Snippet({ text, highlights }) {
+/// The snippet with its highlighted ranges marked. The ranges are byte
+/// offsets into the UTF-8 text (as the CLI and --json give them), not
+/// JavaScript's UTF-16 indices: the text is cut as bytes, so marks stay on
+/// their words after an em dash, an accent or an emoji.
+export function Snippet({ text, highlights }) {
   if (!highlights || !highlights.length) return html`<span>${text}</span>`;
+  const bytes = new TextEncoder().encode(text);
+  const decoder = new TextDecoder();
+  const cut = (from, to) => decoder.decode(bytes.subarray(from, to));
   const parts = [];
   let at = 0;
   for (const [start, end] of highlights) {
-    if (start < at) continue;
-    parts.push(text.slice(at, start));
-    parts.push(html`<mark>${text.slice(start, end)}</mark>`);
+    if (start < at || end > bytes.length) continue;
+    parts.push(cut(at, start));
+    parts.push(html`<mark>${cut(start, end)}</mark>`);
     at = end;
   }
-  parts.push(text.slice(at));
+  parts.push(cut(at, bytes.length));
   return html`<span>${parts}</span>`;
 }
 
-/// Asks, then deletes through the API; `done` gets the report.
-async function confirmDelete(what, body, done, setError) {
-  if (!confirm(`Delete ${what}? This cannot be undone (export first if unsure).`)) return;
+/// Asks, then forgets through the API; `done` gets the report.
+async function confirmForget(what, body, done, setError) {
+  if (!confirm(`Forget ${what}? It is removed from both tiers and from disk, and kept out of later ingests (\`knowledge-db forget --undo\` lets it back in).`)) return;
   try {
-    done(await post("delete", body));
+    done(await post("forget", body));
   } catch (e) {
     setError(e.message);
   }
+}
+
+/// The forget button: enabled when the viewer allows writes, else telling
+/// how to allow them.
+function ForgetButton({ info, testid, label, what, body, done, setError }) {
+  if (!info.allow_delete)
+    return html`<button class="danger" data-testid=${testid} disabled
+      title="This viewer is read-only: restart it with knowledge-db ui --allow-delete, or run knowledge-db forget">${label}</button>`;
+  return html`<button class="danger" data-testid=${testid} onClick=${() => confirmForget(what, body, done, setError)}>${label}</button>`;
 }
 
 // ---- Search -------------------------------------------------------------
@@ -160,18 +190,34 @@ function ScopeSelect({ name, value, counts, all, onChange }) {
   </select>`;
 }
 
+/// Why nothing came back, in the page's own words: the checkbox and the
+/// tier choice, not the CLI's flags.
+function Explanation({ answer }) {
+  const text = answer.explanation;
+  if (answer.best_score !== undefined && answer.best_score !== null && /^nothing relevant/.test(text))
+    return html`<p class="abstain" data-testid="explanation">Nothing relevant: the best match scores ${score(answer.best_score)},
+      under the minimum ${score(answer.min_score)}. Tick <b>weak results too</b> above to see the weak matches.</p>`;
+  if (/^the store is empty/.test(text)) return html`<${EmptyStore} what="Nothing to search." />`;
+  return html`<p class="abstain" data-testid="explanation">${text
+    .replace(/`--tier all` \(or `--tier l3`; over MCP, `tier: "l3"`\)/g, "the tier choice above (all, or l3)")
+    .replace(/ \(weak matches are shown with `--all` or `--min-score 0`; over MCP, `minScore: 0`\)/g, "")}</p>`;
+}
+
 function SearchAnswer({ answer }) {
   const n = answer.results.length;
+  const unsure = n > 0 && answer.results.every((h) => h.low_confidence);
   return html`
     <section class="answer" data-testid="answer" data-asked=${JSON.stringify(answer.asked)}>
       <p class="summary" data-testid="search-summary">
-        ${n ? `${n} result${n === 1 ? "" : "s"}` : "No results"} ·
+        ${n ? count(n, "result") : "No results"} ·
         searched in ${answer.took_ms.toFixed(1)} ms (round trip ${answer.round_trip_ms.toFixed(0)} ms) ·
         vectors: ${answer.vector} · minimum score ${score(answer.min_score)}
         ${answer.below_min_score ? ` · ${answer.below_min_score} weaker left out` : ""}
       </p>
-      ${answer.explanation && html`<p class="abstain" data-testid="explanation">${answer.explanation}</p>`}
-      ${answer.unknown_words && answer.unknown_words.length > 0 &&
+      ${answer.explanation && html`<${Explanation} answer=${answer} />`}
+      ${unsure && html`<p class="unsure-note" data-testid="low-confidence">None of these is a confident match (each scores under 0.5, or holds little of
+        the question's words and meaning): the store may hold nothing about it.</p>`}
+      ${answer.unknown_words && answer.unknown_words.length > 0 && !/^the store is empty/.test(answer.explanation || "") &&
         html`<p class="unknown" data-testid="unknown-words">No record holds: ${answer.unknown_words.map((w) => html`<code>${w}</code> `)}</p>`}
       <ol class="hits">${answer.results.map((hit) => html`<${Hit} hit=${hit} />`)}</ol>
     </section>
@@ -181,10 +227,11 @@ function SearchAnswer({ answer }) {
 function Hit({ hit }) {
   const s = hit.scores;
   return html`
-    <li class=${"hit" + (hit.weak ? " weak" : "")} data-testid="hit">
+    <li class=${"hit" + (hit.weak ? " weak" : hit.low_confidence ? " unsure" : "")} data-testid="hit">
       <div class="hit-head">
         <span class="score" title="calibrated probability of relevance">${score(hit.score)}</span>
         ${hit.weak && html`<span class="badge weak">weak</span>`}
+        ${!hit.weak && hit.low_confidence && html`<span class="badge weak" title="score under 0.5, or little of the question's words and meaning">low confidence</span>`}
         <${Kind} kind=${hit.kind} />
         <span class="badge tier">${hit.tier}</span>
         <span class="title"><${RecordLink} id=${hit.id}>${hit.title || hit.id}<//></span>
@@ -194,10 +241,11 @@ function Hit({ hit }) {
         <span class="project" title="project">${projectName(hit.project)}</span>
         <span class="origin" title="origin: who wrote it">${hit.origin || "local"}</span>
         ${hit.namespace !== "default" && html`<span title="namespace">ns ${hit.namespace}</span>`}
-        ${hit.session_id && html`<span>session <${SessionLink} session=${hit.session_id} group=${hit.project || ""} turn=${hit.start_turn} /></span>`}
+        ${hit.session_id && html`<span>session <${SessionLink} session=${hit.session_id} group=${hit.project || ""}
+          turn=${hit.start_turn} message=${hit.kind === "message" ? hit.id : undefined} /></span>`}
         ${hit.start_turn !== undefined && hit.start_turn !== null && html`<span>turn ${hit.start_turn}${hit.end_turn !== hit.start_turn ? "–" + hit.end_turn : ""}</span>`}
         <span>${day(hit.timestamp)}</span>
-        ${hit.copies > 1 && html`<span>${hit.copies} near-identical copies</span>`}
+        ${hit.copies > 1 && html`<span title=${(hit.duplicates || []).join("\n")}>the same text is stored ${count(hit.copies - 1, "more time")}</span>`}
         <details class="why">
           <summary>why</summary>
           <table>
@@ -233,11 +281,11 @@ export function TimelineView({ info, params }) {
         <${Problem} error=${error} />
         ${groups && html`
           <ul data-testid="projects">
-            <li class=${group === undefined ? "active" : ""}><a href=${href("timeline")}>all <small>${groups.sessions} sessions</small></a></li>
+            <li class=${group === undefined ? "active" : ""}><a href=${href("timeline")}>all <small>${count(groups.sessions, "session")}</small></a></li>
             ${groups.groups.map(
               (g) => html`<li class=${g.name === group ? "active" : ""}>
                 <a href=${href("timeline", { group: g.name })} data-project=${g.name} class=${g.name ? "" : "no-project"}>${projectName(g.name)}</a>
-                <small>${g.sessions} sessions · ${g.records.toLocaleString()} records · ${day(g.last)}</small>
+                <small>${count(g.sessions, "session")} · ${count(g.records, "record")} · ${day(g.last)}</small>
               </li>`,
             )}
           </ul>`}
@@ -245,8 +293,10 @@ export function TimelineView({ info, params }) {
       </aside>
       <section class="session-pane">
         ${params.session
-          ? html`<${Session} info=${info} session=${params.session} group=${group} from=${params.from} to=${params.to} />`
-          : html`<p class="hint">Pick a session on the left: its summaries and raw turns show here.</p>`}
+          ? html`<${Session} info=${info} session=${params.session} group=${group} from=${params.from} to=${params.to} message=${params.message} />`
+          : groups && groups.sessions === 0
+            ? html`<${EmptyStore} what="No sessions yet." />`
+            : html`<p class="hint">Pick a session on the left: its summaries and raw turns show here.</p>`}
       </section>
     </div>
   `;
@@ -283,8 +333,9 @@ function SessionList({ group, selected }) {
         const heading = d !== lastDay ? html`<li class="day">${d}</li>` : null;
         lastDay = d;
         return html`${heading}<li class=${s.session_id === selected ? "active" : ""}>
-          <a href=${href("timeline", { group, session: s.session_id })} data-session=${s.session_id}>${short(s.session_id)}</a>
-          <small>${group === undefined ? projectName(s.group) + " · " : ""}${s.records} records${s.by_kind.segment ? ` · ${s.by_kind.segment} segments` : ""}${s.by_kind.task ? ` · ${s.by_kind.task} tasks` : ""} · ${when(s.last).slice(11)}</small>
+          <a href=${href("timeline", { group, session: s.session_id })} data-session=${s.session_id} title=${s.session_id}
+            class="session-title">${s.title || short(s.session_id)}</a>
+          <small>${s.title ? short(s.session_id) + " · " : ""}${group === undefined ? projectName(s.group) + " · " : ""}${count(s.records, "record")}${s.by_kind.segment ? ` · ${count(s.by_kind.segment, "segment")}` : ""}${s.by_kind.task ? ` · ${count(s.by_kind.task, "task")}` : ""} · ${when(s.last).slice(11)}</small>
         </li>`;
       })}
     </ul>
@@ -293,7 +344,7 @@ function SessionList({ group, selected }) {
   `;
 }
 
-function Session({ info, session, group, from, to }) {
+function Session({ info, session, group, from, to, message }) {
   const [detail, setDetail] = useState(null);
   const [error, setError] = useState(null);
   const [deleted, setDeleted] = useState(null);
@@ -302,17 +353,16 @@ function Session({ info, session, group, from, to }) {
     setDeleted(null);
     api("session", { id: session }).then(setDetail, (e) => setError(e.message));
   }, [session]);
-  if (deleted) return html`<p class="done" data-testid="deleted">Deleted ${deleted.deleted.length} records of session ${session}.</p>`;
+  if (deleted) return html`<p class="done" data-testid="deleted">Forgot ${count(deleted.forgotten, "record")} of session ${deleted.session || session}.</p>`;
   return html`
     <div class="session-head">
-      <h2>Session <code>${session}</code></h2>
-      ${info.allow_delete &&
-        html`<button class="danger" data-testid="delete-session"
-          onClick=${() => confirmDelete(`every live record of session ${session}`, { session }, setDeleted, setError)}>delete session</button>`}
+      <h2>${detail && detail.title ? html`<span data-testid="session-title">${detail.title}</span>` : "Session"} <code title=${session}>${short(session)}</code></h2>
+      <${ForgetButton} info=${info} testid="delete-session" label="forget session…" what=${`every record of session ${session}`}
+        body=${{ session }} done=${setDeleted} setError=${setError} />
     </div>
     <${Problem} error=${error} />
     ${detail && html`<${Summaries} detail=${detail} session=${session} group=${group} />`}
-    <${Turns} key=${session + ":" + (from || 1) + ":" + (to || "")} session=${session} group=${group} from=${from} to=${to} />
+    <${Turns} key=${session + ":" + (from || 1) + ":" + (to || "") + ":" + (message || "")} session=${session} group=${group} from=${from} to=${to} message=${message} />
   `;
 }
 
@@ -357,17 +407,17 @@ function QueueLine({ queue }) {
 }
 
 /// A session's raw messages by turn, a page at a time; tool calls folded.
-function Turns({ session, group, from, to }) {
+function Turns({ session, group, from, to, message }) {
   const [page, setPage] = useState({ messages: [], next: null, meta: null });
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
-  const load = (start) => {
+  const load = (start, first) => {
     setBusy(true);
-    api("turns", { session, from: start, to, limit: TURN_PAGE })
+    api("turns", { session, from: start, to, limit: TURN_PAGE, message: first ? message : undefined })
       .then(
         (t) =>
           setPage((old) => ({
-            messages: start === (from || 1) ? t.messages : old.messages.concat(t.messages),
+            messages: first ? t.messages : old.messages.concat(t.messages),
             next: t.nextFrom ?? null,
             meta: t,
           })),
@@ -375,12 +425,13 @@ function Turns({ session, group, from, to }) {
       )
       .finally(() => setBusy(false));
   };
-  useEffect(() => load(from || 1), []);
+  useEffect(() => load(from || 1, true), []);
   const meta = page.meta;
   let turn = null;
+  const shownFrom = message && meta ? meta.from : from;
   return html`
-    <h3 id="turns">Raw turns ${from ? html`<small>turns ${from}${to ? "–" + to : " on"}</small>` : ""}
-      ${(from || to) && html` <a href=${href("timeline", { group, session })} class="small all-turns">(show every turn)</a>`}</h3>
+    <h3 id="turns">Raw turns ${shownFrom ? html`<small>turns ${shownFrom}${to ? "–" + to : " on"}</small>` : ""}
+      ${(shownFrom || to) && html` <a href=${href("timeline", { group, session })} class="small all-turns">(show every turn)</a>`}</h3>
     <${Problem} error=${error} />
     ${meta && html`<p class="hint">${meta.clock === "assistant"
       ? `Turns count the assistant's responses (the hooks' clock); ${meta.turns} so far. Read from the ${meta.source}${meta.transcript ? " (" + meta.transcript + ")" : ""}.`
@@ -431,7 +482,7 @@ export function RecordView({ info, params }) {
     api("record", { id: params.id }).then(setRecord, (e) => setError(e.message));
   }, [params.id]);
   if (!params.id) return html`<p class="hint">Open a record from a search hit or a session.</p>`;
-  if (deleted) return html`<p class="done" data-testid="deleted">Deleted record ${params.id}.</p>`;
+  if (deleted) return html`<p class="done" data-testid="deleted">Forgot record ${params.id}.</p>`;
   if (error) return html`<${Problem} error=${error} />`;
   if (!record) return html`<p class="loading">Loading…</p>`;
   const provenance = record.provenance;
@@ -439,9 +490,8 @@ export function RecordView({ info, params }) {
     <div class="record" data-testid="record">
       <div class="session-head">
         <h2><${Kind} kind=${record.kind} /> <code>${record.id}</code></h2>
-        ${info.allow_delete && record.tier === "l2" &&
-          html`<button class="danger" data-testid="delete-record"
-            onClick=${() => confirmDelete(`record ${record.id}`, { ids: [record.id] }, setDeleted, setError)}>delete record</button>`}
+        <${ForgetButton} info=${info} testid="delete-record" label="forget record…" what=${`record ${record.id}`}
+          body=${{ ids: [record.id] }} done=${setDeleted} setError=${setError} />
       </div>
       <table class="facts">
         <tr><th>citation</th><td>${record.citation}</td></tr>
@@ -452,7 +502,8 @@ export function RecordView({ info, params }) {
         <tr><th>vector</th><td data-testid="vector-state">${record.vector}</td></tr>
         <tr><th>access count</th><td data-testid="access-count">${record.access.count}${record.access.last_accessed ? ` · last read ${when(record.access.last_accessed)}` : " · never read"}</td></tr>
         <tr><th>reads not yet folded</th><td>${readsLine(record.access.reads_not_folded)}</td></tr>
-        ${record.session_id && html`<tr><th>session</th><td><${SessionLink} session=${record.session_id} group=${record.project}>${record.session_id}<//>
+        ${record.session_id && html`<tr><th>session</th><td><${SessionLink} session=${record.session_id} group=${record.project}
+          turn=${record.start_turn} message=${record.kind === "message" ? record.id : undefined}>${record.session_id}<//>
           ${record.start_turn !== null ? ` · turn ${record.start_turn}${record.end_turn !== record.start_turn ? "–" + record.end_turn : ""}` : ""}</td></tr>`}
         <tr><th>came from</th><td data-testid="provenance">${provenance
           ? provenance.path
@@ -488,6 +539,7 @@ export function HealthView() {
   const v = stats.vectors;
   return html`
     <div class="health" data-testid="health">
+      ${stats.records === 0 && html`<${EmptyStore} what="An empty store." />`}
       <div class="cards">
         <div class="card"><h3>Records</h3><p class="big">${stats.records.toLocaleString()}</p>
           <p>${day(stats.oldest)} → ${day(stats.newest)}</p><p class="small">format ${stats.format_version} · ${stats.store}</p></div>
@@ -504,7 +556,9 @@ export function HealthView() {
           <tr><th>graphs</th><td>${stats.vector_graphs} of ${stats.segments} segments</td></tr>
         </table></div>
         <div class="card" data-testid="upkeep"><h3>Upkeep</h3><table>
-          <tr><th>worker</th><td>${upkeep.running ? `running (pid ${upkeep.pid}): ${upkeep.step || "starting"}` : "not running"}</td></tr>
+          <tr><th>worker</th><td data-testid="upkeep-worker">${upkeep.running
+            ? `running (pid ${upkeep.pid}): ${upkeep.step || "starting"}`
+            : health.upkeep_off ? "off" : "not running"}</td></tr>
           <tr><th>vectors waiting</th><td>${upkeep.vectors_waiting.toLocaleString()}</td></tr>
           <tr><th>embedded</th><td>${upkeep.embedded.toLocaleString()}</td></tr>
           ${upkeep.last_run && html`<tr><th>last run</th><td>${when(upkeep.last_run.finished_at)}: ${upkeep.last_run.embedded} embedded,
@@ -512,7 +566,8 @@ export function HealthView() {
           ${upkeep.last_error && html`<tr><th>last error</th><td class="error">${when(upkeep.last_error.at)}: ${upkeep.last_error.message}</td></tr>`}
           ${upkeep.model_unavailable && html`<tr><th>model</th><td class="error">${upkeep.model_unavailable}</td></tr>`}
           <tr><th>access log</th><td>${bytes(health.access_log_bytes)} not folded</td></tr>
-        </table></div>
+        </table>
+        ${health.upkeep_off && html`<p class="small" data-testid="upkeep-off">Off: ${health.upkeep_off}; \`knowledge-db upkeep\` runs it now.</p>`}</div>
         <div class="card" data-testid="verify"><h3>Last verify</h3>
           ${verify === null
             ? html`<p>never run on this store (<code>knowledge-db verify</code>)</p>`
@@ -526,11 +581,11 @@ export function HealthView() {
         <${Counts} title="By namespace" counts=${stats.by_namespace} />
         <${Counts} title="By project" counts=${stats.by_project} name=${projectName} testid="by-project" wide=${true} />
       </div>
-      <h3>Hook log <small>last ${health.hook_log.length} lines of hooks.log</small></h3>
+      <h3>Hook log ${health.hook_log.length > 0 && html`<small>last ${count(health.hook_log.length, "line")} of hooks.log</small>`}</h3>
       ${health.hook_log.length === 0
         ? html`<p class="hint">hooks.log is empty: no hook reported a problem.</p>`
         : html`<pre class="log" data-testid="hook-log">${health.hook_log.join("\n")}</pre>`}
-      <h3>Compression queues <small>${health.queue_files} session${health.queue_files === 1 ? "" : "s"}${health.queues_shown < health.queue_files ? `, ${health.queues_shown} most recent shown` : ""}</small></h3>
+      <h3>Compression queues <small>${count(health.queue_files, "session")}${health.queues_shown < health.queue_files ? `, ${health.queues_shown} most recent shown` : ""}</small></h3>
       ${health.queues.length === 0
         ? html`<p class="hint">No session has a compression queue (the Claude Code hooks keep them).</p>`
         : html`<table class="queues" data-testid="queues">
