@@ -27,6 +27,8 @@ fn fixture() -> Vec<u8> {
 fn final_state(bytes: &[u8], cuts: &[usize]) -> SessionState {
     let dir = tempfile::tempdir().expect("tmp");
     let path = dir.path().join("t.jsonl");
+    // The store's own folder: a folder holding the transcript is not one.
+    let store = dir.path().join("store");
     let input = HookInput {
         session_id: "s".into(),
         transcript_path: Some(path.clone()),
@@ -41,10 +43,10 @@ fn final_state(bytes: &[u8], cuts: &[usize]) -> SessionState {
     points.push(bytes.len());
     for point in points {
         std::fs::write(&path, &bytes[..point]).expect("write");
-        let report = post_tool_use(dir.path(), &input, &settings, Gates::default()).expect("hook");
+        let report = post_tool_use(&store, &input, &settings, Gates::default()).expect("hook");
         assert!(!report.checked);
     }
-    let mut state: SessionState = read_json(&HookFiles::new(dir.path()).state("s"))
+    let mut state: SessionState = read_json(&HookFiles::new(&store).state("s"))
         .expect("state")
         .expect("saved");
     // Token estimates are per read (a response read in two parts is estimated
