@@ -70,6 +70,16 @@ pub struct Prior {
     pub length: f32,
 }
 
+impl From<&crate::store::config::Ranking> for Prior {
+    /// `[ranking] english_docs` and `english_length` (0 turns it off).
+    fn from(ranking: &crate::store::config::Ranking) -> Self {
+        Prior {
+            docs: ranking.english_docs.max(0.0),
+            length: ranking.english_length.max(0.0),
+        }
+    }
+}
+
 impl Prior {
     /// Without a background: BM25's own weights.
     pub const OFF: Prior = Prior {

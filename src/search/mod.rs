@@ -154,7 +154,7 @@ impl SearchEngine {
             fields: *store.fields(),
             boosts: store.config().ranking.boosts(),
             common_terms: CommonTerms::from(&store.config().ranking),
-            english: store.config().ranking.english(),
+            english: english::Prior::from(&store.config().ranking),
             embed_missing: 0,
             analyzer: tokenizer::analyzer(),
             max_query_bytes: store.config().limits.max_query_bytes,

@@ -331,15 +331,6 @@ pub const ENGLISH_DOCS: f32 = 1000.0;
 pub const ENGLISH_LENGTH: f32 = 100.0;
 
 impl Ranking {
-    /// English as the background of word weights (`english_docs` and
-    /// `english_length`).
-    pub fn english(&self) -> crate::search::english::Prior {
-        crate::search::english::Prior {
-            docs: self.english_docs.max(0.0),
-            length: self.english_length.max(0.0),
-        }
-    }
-
     /// Boosts in the order of [`crate::index::TEXT_FIELDS`].
     pub fn boosts(&self) -> [f32; 6] {
         [
