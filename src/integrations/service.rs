@@ -573,7 +573,7 @@ impl MemoryService {
         }
     }
 
-    /// [`Service::stats`] as JSON for an agent. A scoped service leaves out
+    /// [`MemoryService::stats`] as JSON for an agent. A scoped service leaves out
     /// what it cannot count for its namespace alone: the sizes on disk, the
     /// text index's segments and the vector graphs, which grow with every
     /// namespace's records (issue 52: bob's `memory_stats` moved with

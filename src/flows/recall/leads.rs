@@ -2,7 +2,7 @@
 //! past work but no one memory is a sure answer.
 //!
 //! Recall tells a memory unasked only when it is confident of it (see
-//! [`super::confident`]). A question in other words ("why did the tool take
+//! `confident` in [`super`]). A question in other words ("why did the tool take
 //! so long to give the prompt back after each command?") is often plainly
 //! about the store's work while no memory clears that bar: MiniLM's best
 //! cosine over the store tells such a question from an unrelated prompt far

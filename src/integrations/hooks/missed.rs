@@ -166,7 +166,7 @@ pub struct CatchUp {
 }
 
 /// After a capture of `current` that succeeded: stores what each marked
-/// session missed (at most [`MAX_PER_CALL`]) and removes their markers;
+/// session missed (at most `MAX_PER_CALL`) and removes their markers;
 /// `current`'s own marker is removed (its capture just stored everything).
 /// Best effort: a failure is logged and the marker kept.
 pub fn catch_up(store_root: &Path, current: &str, lock_wait: Duration) -> CatchUp {
