@@ -101,9 +101,18 @@ fn untimed(mut value: Value, dir: &Path) -> Value {
         match v {
             Value::Object(map) => {
                 map.remove("took_ms");
+                // When the record was added: the two stores are made apart.
+                map.remove("added_at");
                 map.values_mut().for_each(strip);
             }
             Value::Array(items) => items.iter_mut().for_each(strip),
+            // A tool's text content holding the same JSON.
+            Value::String(text) if text.starts_with('{') => {
+                if let Ok(mut inner) = serde_json::from_str::<Value>(text) {
+                    strip(&mut inner);
+                    *text = inner.to_string();
+                }
+            }
             _ => {}
         }
     }

@@ -490,16 +490,18 @@ fn an_assistants_words_carry_the_prompt_they_answer() {
         get("m15")["context"],
         "Ask a helper to double-check the other tables."
     );
-    // The prompt's words find it first, then the two answers that carry it.
+    // The prompt's words find it first, then the two answers that carry it
+    // among the next three: English word weights (issue 49) make `one`,
+    // `in` and `ten` weigh little, so a short test output holding `running`
+    // and `failed` (m13) may come between them.
     let ids = store.search_ids(&["fails one run in ten", "--kind", "message"]);
     assert_eq!(ids[0], format!("{CC_SESSION}:m01"), "{ids:?}");
-    let mut answers = ids[1..3].to_vec();
-    answers.sort();
-    assert_eq!(
-        answers,
-        [format!("{CC_SESSION}:m02"), format!("{CC_SESSION}:m09")],
-        "{ids:?}"
-    );
+    for answer in ["m02", "m09"] {
+        assert!(
+            ids[1..4].contains(&format!("{CC_SESSION}:{answer}")),
+            "{answer}: {ids:?}"
+        );
+    }
 }
 
 /// A session the real Claude Code 2.1.328 wrote (the capture session of

@@ -47,7 +47,7 @@ pub const ADVANCED: [(&str, &[&str]); 5] = [
     ("tiers", &["archive", "prune", "maintain", "restore"]),
     ("agents", &["mcp", "evict", "pack", "qmd"]),
     ("developer", &["eval", "bench", "tokens"]),
-    ("shell", &["completions", "man", "version"]),
+    ("shell", &["setup", "completions", "man", "version"]),
 ];
 
 pub const AFTER_HELP: &str = "\

@@ -358,6 +358,11 @@ fn managed_problem(
     before: std::result::Result<Option<Vec<String>>, String>,
 ) -> Option<FileProblem> {
     let path = Path::new(label).join(".managed.json");
+    // The commit first, then the list: a writer adds a file to the list
+    // before a commit names it, so a file of this commit missing from a
+    // list read after it is damage, unless a later commit (whose garbage
+    // collection may drop it) came in between, which is checked below.
+    let metas = index.load_metas().ok()?;
     let after = read_managed(dir);
     let (before, after) = match (before, after) {
         (Err(what), _) | (_, Err(what)) => return Some(FileProblem { path, what }),
@@ -369,7 +374,6 @@ fn managed_problem(
     };
     let listed: std::collections::HashSet<&str> =
         before.iter().chain(&after).map(String::as_str).collect();
-    let metas = index.load_metas().ok()?;
     let mut missing: Vec<String> = metas
         .segments
         .iter()
@@ -394,6 +398,21 @@ fn managed_problem(
         .filter(|file| !listed.contains(file.as_str()))
         .collect();
     if missing.is_empty() {
+        return None;
+    }
+    let segments = |m: &tantivy::IndexMeta| {
+        m.segments
+            .iter()
+            .map(|s| s.id().uuid_string())
+            .collect::<Vec<_>>()
+    };
+    if index
+        .load_metas()
+        .ok()
+        .is_none_or(|now| segments(&now) != segments(&metas) || now.opstamp != metas.opstamp)
+    {
+        // Another process committed meanwhile: not damage (a later verify,
+        // or one under the store's lock, sees a settled index).
         return None;
     }
     missing.sort();

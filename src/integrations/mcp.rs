@@ -49,7 +49,6 @@ const MAX_RESULTS: usize = 100;
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SearchArgs {
     /// What to look for: words, identifiers, file names, error codes, or a question
-    #[serde(default)]
     pub query: String,
     /// More phrasings of the same need, searched together with `query` and
     /// fused by rank (at most 8 in all): what several phrasings find comes
@@ -183,7 +182,7 @@ impl MemoryServer {
     }
 
     #[tool(
-        description = "Search long-term memory (compressed context segments, task summaries, evicted messages, notes) for a query. Past work is often remembered in other words than it was done in: pass several phrasings of the need in `queries` (the user's words, the names you guess: commands, files, settings, errors, and the effect it had); they are searched together and fused by rank. Returns ranked results with id, kind, score, snippet, session and turn range; pass an id to memory_get to read the full record and its raw messages. A date in the query (2026-03-09, March 9, on Monday, last week, yesterday) raises records written then. `unknownWords` lists query words no stored record holds: results can match only the other words or the meaning."
+        description = "Search long-term memory (compressed context segments, task summaries, evicted messages, notes) for a query. Past work is often remembered in other words than it was done in: pass more phrasings of the need in `queries` besides `query` (the user's words, the names you guess: commands, files, settings, errors, and the effect it had); they are searched together and fused by rank. Returns ranked results with id, kind, score, snippet, session and turn range; pass an id to memory_get to read the full record and its raw messages. A date in the query (2026-03-09, March 9, on Monday, last week, yesterday) raises records written then. `unknownWords` lists query words no stored record holds: results can match only the other words or the meaning."
     )]
     async fn memory_search(
         &self,

@@ -485,6 +485,10 @@ proptest! {
     #[test]
     fn ordinary_text_comes_back_unchanged(words in proptest::collection::vec(ordinary(), 0..16)) {
         let text = words.join(" ");
+        // gitleaks' Sourcegraph rule takes any 40-hex value for a token once
+        // `sgp_` is in the text (a path piece such as `/sgp_.rs` can be): by
+        // design, so not ordinary text.
+        prop_assume!(!text.contains("sgp_"));
         let out = Redactor::builtin().redact(&text);
         prop_assert_eq!(out.text.as_ref(), text.as_str());
     }

@@ -38,6 +38,24 @@ pub enum Folder {
 /// a store being created.
 const INIT_NAMES: [&str; 4] = ["text", "embedding-rules", "config.toml", "LOCK"];
 
+/// Every name a store's folder holds (besides `config.toml.damaged-*`,
+/// `text.*` of a rebuild and temporary files).
+const STORE_NAMES: [&str; 13] = [
+    "text",
+    "vectors",
+    "archive",
+    "embedding-rules",
+    "LOCK",
+    "access.log",
+    "hooks",
+    "ingest",
+    "upkeep",
+    "sync",
+    "tombstones.json",
+    "qmd",
+    "config.toml",
+];
+
 /// What the hooks may write in a store's folder before a store is there (a
 /// log line, a session's state, the upkeep's status): a folder holding only
 /// these is the store's, not yet created.
@@ -95,7 +113,21 @@ pub fn examine(root: &Path) -> Folder {
             .all(|n| allowed.contains(&n.as_str()) || n.starts_with(".tmp"))
     };
     let text = root.join("text");
+    let store_names = |n: &String| {
+        STORE_NAMES.contains(&n.as_str())
+            || n.starts_with("config.toml.damaged")
+            || n.starts_with("text.")
+            || n.starts_with(".tmp")
+    };
     if only(&INIT_NAMES) && text.is_dir() && index_begun(&text) {
+        Folder::Store
+    } else if !config.exists()
+        && text.join("meta.json").is_file()
+        && index_begun(&text)
+        && names.iter().all(store_names)
+    {
+        // A store whose config.toml is gone: only a store's own names and
+        // a text index; opening it says so, and `repair` writes a new one.
         Folder::Store
     } else if only(&EARLY_NAMES) {
         Folder::Leftovers
@@ -176,6 +208,16 @@ mod tests {
         fs::create_dir(root.join("store")).expect("mkdir");
         fs::write(root.join("store/config.toml"), "format_version = 3\n").expect("write");
         assert_eq!(examine(&root.join("store")), Folder::Store);
+        // A store whose config.toml was deleted is still one (repair writes
+        // a new config; found by tests/faults.rs).
+        fs::create_dir_all(root.join("lost/text")).expect("mkdir");
+        fs::create_dir_all(root.join("lost/vectors")).expect("mkdir");
+        fs::write(root.join("lost/text/meta.json"), "{}").expect("write");
+        fs::write(root.join("lost/access.log"), "").expect("write");
+        assert_eq!(examine(&root.join("lost")), Folder::Store);
+        // ... but not with someone else's file beside it.
+        fs::write(root.join("lost/notes.md"), "x").expect("write");
+        assert_eq!(examine(&root.join("lost")), Folder::Foreign(4));
         #[cfg(unix)]
         {
             std::os::unix::fs::symlink(root.join("nowhere"), root.join("dangling"))
