@@ -124,10 +124,11 @@ pub fn examine(root: &Path) -> Folder {
     } else if !config.exists()
         && text.join("meta.json").is_file()
         && index_begun(&text)
-        && names.iter().all(store_names)
+        && (root.join("embedding-rules").exists() || names.iter().all(store_names))
     {
-        // A store whose config.toml is gone: only a store's own names and
-        // a text index; opening it says so, and `repair` writes a new one.
+        // A store whose config.toml is gone: a text index and the rules
+        // `init` wrote beside it (or only a store's own names); opening it
+        // says so, and `repair` writes a new one.
         Folder::Store
     } else if only(&EARLY_NAMES) {
         Folder::Leftovers
@@ -215,9 +216,12 @@ mod tests {
         fs::write(root.join("lost/text/meta.json"), "{}").expect("write");
         fs::write(root.join("lost/access.log"), "").expect("write");
         assert_eq!(examine(&root.join("lost")), Folder::Store);
-        // ... but not with someone else's file beside it.
+        // ... but not with someone else's file beside it,
         fs::write(root.join("lost/notes.md"), "x").expect("write");
         assert_eq!(examine(&root.join("lost")), Folder::Foreign(4));
+        // unless the embedding rules `init` wrote are there too.
+        fs::create_dir(root.join("lost/embedding-rules")).expect("mkdir");
+        assert_eq!(examine(&root.join("lost")), Folder::Store);
         #[cfg(unix)]
         {
             std::os::unix::fs::symlink(root.join("nowhere"), root.join("dangling"))
