@@ -129,6 +129,26 @@ fn a_one_session_store_recalls_its_work_asked_in_other_words_and_nothing_else() 
             asked[batch] += 1;
             if told {
                 recalled[batch].push(id.to_string());
+                // Asked again in the same conversation: what was told is not
+                // told again, nor is its session named as a lead instead.
+                let again = recall(&store, &cwd_of(&transcript), prompt);
+                let sessions: Vec<&str> = answer["memories"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|m| m["session_id"].as_str())
+                    .collect();
+                let renamed: Vec<&Value> = again["leads"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|l| {
+                        l["session_id"]
+                            .as_str()
+                            .is_some_and(|s| sessions.contains(&s))
+                    })
+                    .collect();
+                assert!(renamed.is_empty(), "{id}: told, then led to: {again}");
             }
         }
     }

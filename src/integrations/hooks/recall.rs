@@ -149,9 +149,15 @@ pub fn user_prompt_submit(store_root: &Path, input: &HookInput) -> Result<Recall
         recalled
             .ids
             .extend(answer.memories.iter().map(|m| m.id.clone()));
-        recalled
-            .leads
-            .extend(answer.leads.iter().map(|l| l.session_id.clone()));
+        // A session named once (as a lead, or by a memory told from it) is
+        // not named again as a lead in this conversation.
+        recalled.leads.extend(
+            answer
+                .leads
+                .iter()
+                .map(|l| l.session_id.clone())
+                .chain(answer.memories.iter().filter_map(|m| m.session_id.clone())),
+        );
         super::write_json_atomically(&path, &recalled)?;
     }
     report.answer = Some(answer);
