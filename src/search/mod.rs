@@ -51,6 +51,8 @@ pub use filters::{Filters, LiveContext, TierFilter};
 use fusion::Fusion;
 use query::CommonTerms;
 pub use query::MAX_QUERY_TERMS;
+#[cfg(test)]
+pub(crate) use response::test_hit;
 pub(crate) use response::{hit, SNIPPET_CHARS};
 pub use response::{Hit, ScoreParts, SearchResponse, MAX_DUPLICATE_IDS};
 use std::collections::HashMap;

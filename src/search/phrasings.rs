@@ -175,43 +175,9 @@ fn explanation(responses: &[SearchResponse]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::Kind;
-    use crate::search::ScoreParts;
 
     fn hit(id: &str, score: f32) -> Hit {
-        Hit {
-            rank: 1,
-            id: id.into(),
-            kind: Kind::Message,
-            namespace: "default".into(),
-            project: None,
-            origin: None,
-            score,
-            scores: ScoreParts {
-                bm25: None,
-                bm25_rank: None,
-                vector: None,
-                vector_rank: None,
-                fused: score,
-                cosine: None,
-                coverage: None,
-            },
-            title: String::new(),
-            snippet: String::new(),
-            highlights: Vec::new(),
-            session_id: None,
-            start_turn: None,
-            end_turn: None,
-            timestamp: None,
-            tier: "l2",
-            files: Vec::new(),
-            citation: String::new(),
-            copies: 1,
-            duplicates: Vec::new(),
-            weak: false,
-            phrasings: Vec::new(),
-            low_confidence: false,
-        }
+        crate::search::response::test_hit(id, score)
     }
 
     fn response(ids: &[(&str, f32)]) -> SearchResponse {

@@ -108,6 +108,46 @@ pub struct Hit {
     pub low_confidence: bool,
 }
 
+/// A hit for unit tests: `id` with the calibrated `score`, every other
+/// field empty; each test sets what it reads with struct update syntax. One
+/// place to name a new field of [`Hit`].
+#[cfg(test)]
+pub(crate) fn test_hit(id: &str, score: f32) -> Hit {
+    Hit {
+        rank: 1,
+        id: id.into(),
+        kind: crate::record::Kind::Message,
+        namespace: "default".into(),
+        project: None,
+        origin: None,
+        score,
+        scores: ScoreParts {
+            bm25: None,
+            bm25_rank: None,
+            vector: None,
+            vector_rank: None,
+            fused: score,
+            cosine: None,
+            coverage: None,
+        },
+        title: String::new(),
+        snippet: String::new(),
+        highlights: Vec::new(),
+        session_id: None,
+        start_turn: None,
+        end_turn: None,
+        timestamp: None,
+        tier: "l2",
+        files: Vec::new(),
+        citation: String::new(),
+        copies: 1,
+        duplicates: Vec::new(),
+        weak: false,
+        phrasings: Vec::new(),
+        low_confidence: false,
+    }
+}
+
 /// Most duplicate ids one hit lists.
 pub const MAX_DUPLICATE_IDS: usize = 20;
 

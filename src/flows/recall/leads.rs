@@ -178,18 +178,10 @@ fn one_line(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::Kind;
     use crate::search::ScoreParts;
 
     fn hit(session: &str, score: f32, cosine: f32) -> Hit {
         Hit {
-            rank: 1,
-            id: format!("{session}:{score}"),
-            kind: Kind::Message,
-            namespace: "default".into(),
-            project: None,
-            origin: None,
-            score,
             scores: ScoreParts {
                 bm25: None,
                 bm25_rank: None,
@@ -200,20 +192,11 @@ mod tests {
                 coverage: Some(0.1),
             },
             title: "assistant".into(),
-            snippet: String::new(),
-            highlights: Vec::new(),
             session_id: Some(session.into()),
             start_turn: Some(3),
             end_turn: Some(3),
             timestamp: Some("2026-11-20T10:00:00Z".into()),
-            tier: "l2",
-            files: Vec::new(),
-            citation: String::new(),
-            copies: 1,
-            duplicates: Vec::new(),
-            weak: false,
-            phrasings: Vec::new(),
-            low_confidence: false,
+            ..crate::search::test_hit(&format!("{session}:{score}"), score)
         }
     }
 

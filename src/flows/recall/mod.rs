@@ -624,13 +624,6 @@ mod tests {
     /// A hit of `session` with the signals the gate reads.
     fn hit(session: &str, score: f32, cosine: f32, coverage: f32, ranks: (usize, usize)) -> Hit {
         Hit {
-            rank: 1,
-            id: format!("{session}:{score}:{cosine}"),
-            kind: Kind::Message,
-            namespace: "default".into(),
-            project: None,
-            origin: None,
-            score,
             scores: ScoreParts {
                 bm25: Some(1.0),
                 bm25_rank: Some(ranks.0),
@@ -641,20 +634,8 @@ mod tests {
                 coverage: Some(coverage),
             },
             title: "assistant".into(),
-            snippet: String::new(),
-            highlights: Vec::new(),
             session_id: Some(session.into()),
-            start_turn: None,
-            end_turn: None,
-            timestamp: None,
-            tier: "l2",
-            files: Vec::new(),
-            citation: String::new(),
-            copies: 1,
-            duplicates: Vec::new(),
-            weak: false,
-            phrasings: Vec::new(),
-            low_confidence: false,
+            ..crate::search::test_hit(&format!("{session}:{score}:{cosine}"), score)
         }
     }
 
