@@ -526,3 +526,46 @@ fn a_format_placeholder_inside_a_random_key_does_not_excuse_it() {
     let template = "password = \"%(db_password)s\"";
     assert_eq!(redacted(template), template);
 }
+
+/// A letters-only value after a secret's flag or name is a secret even when
+/// it starts like a placeholder ("my…", "your…"); only a value that reads as
+/// a placeholder through its end ("mypassword", "your_token_here") stays.
+/// (CI seed 1796719733251742922 drew `mytKTwqiiILkut`, which `my\w*` let by.)
+#[test]
+fn a_letters_only_secret_that_starts_like_a_placeholder_is_redacted() {
+    for text in [
+        "gpg --batch --yes --passphrase mytKTwqiiILkut -c backup.tar",
+        "DB_PASSWORD=yourKqzTrwLmpa",
+        "{\"password\": \"enterWqpLxZt\"}",
+    ] {
+        let out = redacted(text);
+        assert!(out.contains("[REDACTED"), "{text:?} -> {out:?}");
+    }
+    for text in [
+        "gpg --batch --passphrase mypassphrase -c backup.tar",
+        "DB_PASSWORD=your_password_here",
+        "{\"password\": \"enteryourpassword\"}",
+    ] {
+        assert_eq!(redacted(text), text);
+    }
+}
+
+/// A short foreign word for "password" inside base64 is chance, not a label:
+/// a yarn.lock integrity hash holding "…GBSeNHA…" stays whole (a look-alike
+/// the battery's seed 1796724600369623152 drew), while the word on its own
+/// still labels the value after it.
+#[test]
+fn a_foreign_password_word_inside_base64_is_not_a_label() {
+    let hash = "integrity sha512-lj2oILHXHU7/hOwAVG4fWHLB/GBSeNHAq9xZ2mK7bR4tP0wQ8vN3sL6yF1cD5hJ9uE2iO7aT4gB8nM0kS3pR6wX==";
+    assert_eq!(redacted(hash), hash);
+    for text in [
+        "a senha é Xq9zT2mK7b",
+        "senha: Xq9zT2mK7b",
+        "hasło do bazy: Xq9zT2mK7b",
+        "la clave: Xq9zT2mK7b",
+        "Datenbankpasswort: Xq9zT2mK7b",
+    ] {
+        let out = redacted(text);
+        assert!(!out.contains("Xq9zT2mK7b"), "{text:?} -> {out:?}");
+    }
+}
