@@ -423,6 +423,16 @@ impl SearchEngine {
         crate::store::get_record(&self.searcher, &self.fields, id)
     }
 
+    /// The ordinal of a record's id in its segment's id dictionary (`None`
+    /// when it has none, as [`SearchEngine::id_of`] then gives ""). Within
+    /// one segment, ordinals are in the order of the ids.
+    fn id_ordinal(&self, address: DocAddress) -> Option<u64> {
+        match self.id_columns.get(address.segment_ord as usize) {
+            Some(Some(column)) => column.term_ords(address.doc_id).next(),
+            _ => None,
+        }
+    }
+
     fn id_of(&self, address: DocAddress) -> Result<String> {
         let mut id = String::new();
         if let Some(Some(column)) = self.id_columns.get(address.segment_ord as usize) {
