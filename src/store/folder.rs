@@ -121,14 +121,14 @@ pub fn examine(root: &Path) -> Folder {
     };
     if only(&INIT_NAMES) && text.is_dir() && index_begun(&text) {
         Folder::Store
-    } else if !config.exists()
-        && text.join("meta.json").is_file()
+    } else if text.join("meta.json").is_file()
         && index_begun(&text)
         && (root.join("embedding-rules").exists() || names.iter().all(store_names))
     {
-        // A store whose config.toml is gone: a text index and the rules
-        // `init` wrote beside it (or only a store's own names); opening it
-        // says so, and `repair` writes a new one.
+        // A store whose config.toml is gone, or emptied (no store config
+        // can be read from it): a text index and the rules `init` wrote
+        // beside it (or only a store's own names); opening it says so, and
+        // `repair` writes a new one.
         Folder::Store
     } else if only(&EARLY_NAMES) {
         Folder::Leftovers
@@ -222,6 +222,13 @@ mod tests {
         // unless the embedding rules `init` wrote are there too.
         fs::create_dir(root.join("lost/embedding-rules")).expect("mkdir");
         assert_eq!(examine(&root.join("lost")), Folder::Store);
+        // An emptied config.toml is no store config either: the same store
+        // (the fault campaign's `config empty` case).
+        fs::write(root.join("lost/config.toml"), "").expect("write");
+        assert_eq!(examine(&root.join("lost")), Folder::Store);
+        // A project's own config.toml beside a `text/` folder stays foreign.
+        fs::write(root.join("project/config.toml"), "").expect("write");
+        assert_eq!(examine(&root.join("project")), Folder::Foreign(3));
         #[cfg(unix)]
         {
             std::os::unix::fs::symlink(root.join("nowhere"), root.join("dangling"))
