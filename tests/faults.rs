@@ -862,10 +862,24 @@ fn case(template: &Template, (kind, fault, seed, only): Case) -> Option<Findings
             && verify_first.ok()
             && !said.contains(&name)
             && ran.iter().any(|r| r.what == "stats" && r.ok());
+        // A JSON state file (the hooks', ingest positions) carries no
+        // checksum: bytes flipped inside a string that leave it valid JSON
+        // of the same shape cannot be told from a state the hooks wrote.
+        let still_valid_state = matches!(kind, "hooks-state" | "ingest-state")
+            && rel.ends_with(".json")
+            && verify_first.ok()
+            && fs::read(&file)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .is_some_and(|v| v.is_object());
         if still_valid_config {
             found
                 .undetectable
                 .push(format!("{label}: still a valid config"));
+        } else if still_valid_state {
+            found
+                .undetectable
+                .push(format!("{label}: still a valid state file"));
         } else if verify_first.ok() && !may_pass {
             found
                 .untrue

@@ -312,8 +312,17 @@ pub fn main() -> ExitCode {
 /// (`index::damage::explain`); other errors, and errors with context of
 /// their own, unchanged.
 pub(crate) fn explain_index_error(root: &std::path::Path, error: anyhow::Error) -> anyhow::Error {
-    let bare_index_error = matches!(error.downcast_ref::<Error>(), Some(Error::Index(_)))
-        && error.chain().count() == 1;
+    let Some(inner) = error.downcast_ref::<Error>() else {
+        return error;
+    };
+    let index_error = match inner {
+        Error::Index(_) => true,
+        Error::Io { path, .. } => path.as_path() == std::path::Path::new("text index"),
+        _ => false,
+    };
+    // No context of its own: the chain is the error and its own sources.
+    let own_chain = std::iter::successors(Some(inner as &dyn std::error::Error), |e| e.source());
+    let bare_index_error = index_error && error.chain().count() == own_chain.count();
     if !bare_index_error {
         return error;
     }

@@ -156,8 +156,14 @@ pub fn from_panic(root: &Path, payload: Box<dyn std::any::Any + Send>) -> Error 
 /// library's own words); any other error is returned as it was. For the
 /// edges (the CLI, the hooks), on the failure path only.
 pub fn explain(root: &Path, error: Error) -> Error {
-    let Error::Index(cause) = error else {
-        return error;
+    let cause = match &error {
+        Error::Index(cause) => cause.to_string(),
+        // A fast field or document store read through `Error::io("text
+        // index", …)` ("Not valid utf-8" from a flipped `.fast` file).
+        Error::Io { path, source } if path.as_path() == Path::new("text index") => {
+            source.to_string()
+        }
+        _ => return error,
     };
     // tantivy's writer threads lose the I/O error that stopped them ("An
     // index writer was killed"): a full or read-only file system is told
@@ -181,7 +187,7 @@ pub fn explain(root: &Path, error: Error) -> Error {
                     .join("; ")
             ),
         },
-        None => Error::Index(cause),
+        None => error,
     }
 }
 
