@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 /// BIP39's English word list, sorted (one word a line).
 const ENGLISH: &str = include_str!("rules/bip39-english.txt");
 
-/// The list, sorted as BIP39 writes it (binary search gives each word's index).
+/// The list, sorted as BIP39 writes it (a word's position is its index).
 fn words() -> &'static [&'static str] {
     static WORDS: OnceLock<Vec<&'static str>> = OnceLock::new();
     WORDS.get_or_init(|| {
@@ -31,38 +31,66 @@ fn words() -> &'static [&'static str] {
     })
 }
 
+/// A word of 8 ASCII letters or fewer, lowercased, packed into an integer:
+/// every word of every text is looked up, and comparing integers is several
+/// times cheaper than comparing strings.
+fn packed(word: &[u8]) -> Option<u64> {
+    if !(3..=8).contains(&word.len()) {
+        return None;
+    }
+    Some(word.iter().fold(0u64, |key, b| {
+        (key << 8) | u64::from(b.to_ascii_lowercase())
+    }))
+}
+
+/// The list's packed words with their indices, sorted by key.
+fn keys() -> &'static [(u64, u16)] {
+    static KEYS: OnceLock<Vec<(u64, u16)>> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        let mut keys: Vec<(u64, u16)> = words()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, w)| Some((packed(w.as_bytes())?, u16::try_from(i).ok()?)))
+            .collect();
+        keys.sort_unstable();
+        keys
+    })
+}
+
 /// Word counts a mnemonic may have, longest first.
 const LENGTHS: [usize; 5] = [24, 21, 18, 15, 12];
 
 /// Whether the gap between two words of a phrase may stand there: white
 /// space, commas, quotes, brackets and a numbering, 12 bytes at most.
 fn joins(gap: &str) -> bool {
-    // Escaped line breaks and tabs (JSON held as text) count as white space.
-    let gap = gap
-        .replace("\\n", " ")
-        .replace("\\r", " ")
-        .replace("\\t", " ");
-    gap.len() <= 12
-        && !gap.is_empty()
-        && gap
-            .bytes()
-            .all(|b| b.is_ascii_whitespace() || b.is_ascii_digit() || b",\"'[]().:;-".contains(&b))
+    let bytes = gap.as_bytes();
+    let (mut i, mut len) = (0, 0);
+    while i < bytes.len() {
+        // Escaped line breaks and tabs (JSON held as text) count as one
+        // white space character.
+        let escape = bytes[i] == b'\\' && matches!(bytes.get(i + 1), Some(b'n' | b'r' | b't'));
+        let b = bytes[i];
+        if !escape
+            && !(b.is_ascii_whitespace() || b.is_ascii_digit() || b",\"'[]().:;-".contains(&b))
+        {
+            return false;
+        }
+        i += if escape { 2 } else { 1 };
+        len += 1;
+        if len > 12 {
+            return false;
+        }
+    }
+    len > 0
 }
 
 /// The index of `word` (any case) in the list.
 fn index(word: &str) -> Option<u16> {
-    if !(3..=8).contains(&word.len()) {
-        return None;
-    }
-    let mut lower = [0u8; 8];
-    for (i, b) in word.bytes().enumerate() {
-        lower[i] = b.to_ascii_lowercase();
-    }
-    let lower = std::str::from_utf8(&lower[..word.len()]).ok()?;
-    words()
-        .binary_search(&lower)
+    let key = packed(word.as_bytes())?;
+    let keys = keys();
+    keys.binary_search_by_key(&key, |&(k, _)| k)
         .ok()
-        .and_then(|i| u16::try_from(i).ok())
+        .map(|at| keys[at].1)
 }
 
 /// Whether the words with these indices are a mnemonic whose checksum
@@ -93,6 +121,10 @@ fn checksum_holds(indices: &[u16]) -> bool {
 /// The byte ranges of the BIP39 mnemonics in `text`, each from its first
 /// word to its last.
 pub(crate) fn find(text: &str) -> Vec<Range<usize>> {
+    // The shortest phrase: 12 words of 3 letters, 11 single-byte gaps.
+    if text.len() < 12 * 3 + 11 {
+        return Vec::new();
+    }
     // Runs of list words (their ranges and indices), joined by gaps that
     // may stand inside a phrase.
     let mut found = Vec::new();
@@ -116,10 +148,9 @@ pub(crate) fn find(text: &str) -> Vec<Range<usize>> {
             || (i < bytes.len() && (bytes[i] == b'_' || bytes[i] >= 0x80));
         let word = &text[start..i];
         let listed = if glued { None } else { index(word) };
-        let continues = !run.is_empty() && joins(&text[last_end..start]);
         match listed {
             Some(at) => {
-                if !continues {
+                if run.is_empty() || !joins(&text[last_end..start]) {
                     check_run(&run, &mut found);
                     run.clear();
                 }

@@ -61,11 +61,35 @@ pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
 /// The secrets `find` finds in `text`, and in its unescaped form (mapped
 /// back to `text`'s bytes).
 pub(crate) fn find_both(text: &str, find: fn(&str) -> Vec<Range<usize>>) -> Vec<Range<usize>> {
+    // Undoing the escapes does not make the marks a structure needs (`: |`,
+    // `|-`): without them in the text, neither form holds one, and the
+    // unescaped copy (and its map, eight bytes a byte) is not made.
+    if !might_hold_structure(text) {
+        return Vec::new();
+    }
     let mut spans = find(text);
     if let Some((plain, from)) = unescaped(text) {
         spans.extend(find(&plain).into_iter().map(|r| from[r.start]..from[r.end]));
     }
     spans
+}
+
+/// Whether `text` has the marks of a YAML block scalar or of a table.
+fn might_hold_structure(text: &str) -> bool {
+    might_hold_block_scalar(text) || might_hold_table(text)
+}
+
+/// A key followed by `|` or `>`: `key: |`, `key:>-`.
+fn might_hold_block_scalar(text: &str) -> bool {
+    text.contains(": |") || text.contains(": >") || text.contains(":|") || text.contains(":>")
+}
+
+/// A separator row: `|---|`, `| --- |`, `|:--|`, `+---+`.
+fn might_hold_table(text: &str) -> bool {
+    text.contains('|')
+        && ["|-", "| -", "|:", "-+", "-|"]
+            .iter()
+            .any(|s| text.contains(s))
 }
 
 /// Whether a key or a column header names a secret.
@@ -161,8 +185,7 @@ fn indent(line: &str) -> usize {
 /// the range from the first content line's first character to the last
 /// content line's end.
 pub(crate) fn yaml_block_scalars(text: &str) -> Vec<Range<usize>> {
-    if !(text.contains(": |") || text.contains(": >") || text.contains(":|") || text.contains(":>"))
-    {
+    if !might_hold_block_scalar(text) {
         return Vec::new();
     }
     let lines = lines(text);
@@ -274,11 +297,7 @@ fn holds_a_value(cell: &str) -> bool {
 
 /// The secrets of `text` held in table columns whose header names a secret.
 pub(crate) fn table_cells(text: &str) -> Vec<Range<usize>> {
-    // A table has a separator row: `|---|`, `| --- |`, `|:--|`, `+---+`.
-    let separated = ["|-", "| -", "|:", "-+", "-|"]
-        .iter()
-        .any(|s| text.contains(s));
-    if !text.contains('|') || !separated {
+    if !might_hold_table(text) {
         return Vec::new();
     }
     let lines = lines(text);
