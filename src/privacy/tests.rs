@@ -564,6 +564,8 @@ fn a_foreign_password_word_inside_base64_is_not_a_label() {
         "hasło do bazy: Xq9zT2mK7b",
         "la clave: Xq9zT2mK7b",
         "Datenbankpasswort: Xq9zT2mK7b",
+        "Veritabanı şifresi: Xq9zT2mK7b",
+        "sunucu parolası: Xq9zT2mK7b",
     ] {
         let out = redacted(text);
         assert!(!out.contains("Xq9zT2mK7b"), "{text:?} -> {out:?}");
