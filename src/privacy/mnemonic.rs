@@ -125,13 +125,15 @@ pub(crate) fn find(text: &str) -> Vec<Range<usize>> {
     if text.len() < 12 * 3 + 11 {
         return Vec::new();
     }
-    // Runs of list words (their ranges and indices), joined by gaps that
-    // may stand inside a phrase.
+    // Runs of words shaped like list words (3 to 8 ASCII letters, not glued
+    // to other word characters), joined by gaps that may stand inside a
+    // phrase. Only a run of 12 or more has its words looked up: most text
+    // never strings 12 such words together, and a lookup per word of every
+    // text cost more than all the other checks of a record.
     let mut found = Vec::new();
-    let mut run: Vec<(Range<usize>, u16)> = Vec::new();
+    let mut shaped: Vec<Range<usize>> = Vec::new();
     let bytes = text.as_bytes();
     let mut i = 0;
-    let mut last_end = 0;
     while i < bytes.len() {
         if !bytes[i].is_ascii_alphabetic() {
             // An escaped line break or tab is a separator, not an `n` word.
@@ -146,25 +148,41 @@ pub(crate) fn find(text: &str) -> Vec<Range<usize>> {
         // A word glued to other word characters (`abandon_x`, `é`) is none.
         let glued = (start > 0 && (bytes[start - 1] == b'_' || bytes[start - 1] >= 0x80))
             || (i < bytes.len() && (bytes[i] == b'_' || bytes[i] >= 0x80));
-        let word = &text[start..i];
-        let listed = if glued { None } else { index(word) };
-        match listed {
-            Some(at) => {
-                if run.is_empty() || !joins(&text[last_end..start]) {
-                    check_run(&run, &mut found);
-                    run.clear();
-                }
-                run.push((start..i, at));
-                last_end = i;
-            }
+        if glued || !(3..=8).contains(&(i - start)) {
+            check_shaped(text, &shaped, &mut found);
+            shaped.clear();
+            continue;
+        }
+        let joined = shaped
+            .last()
+            .is_some_and(|last| joins(&text[last.end..start]));
+        if !joined {
+            check_shaped(text, &shaped, &mut found);
+            shaped.clear();
+        }
+        shaped.push(start..i);
+    }
+    check_shaped(text, &shaped, &mut found);
+    found
+}
+
+/// Looks up the words of one run of shaped words, when it is long enough
+/// to hold a phrase, and checks each run of list words inside it.
+fn check_shaped(text: &str, shaped: &[Range<usize>], found: &mut Vec<Range<usize>>) {
+    if shaped.len() < 12 {
+        return;
+    }
+    let mut run: Vec<(Range<usize>, u16)> = Vec::new();
+    for word in shaped {
+        match index(&text[word.clone()]) {
+            Some(at) => run.push((word.clone(), at)),
             None => {
-                check_run(&run, &mut found);
+                check_run(&run, found);
                 run.clear();
             }
         }
     }
-    check_run(&run, &mut found);
-    found
+    check_run(&run, found);
 }
 
 /// Adds to `found` the mnemonics inside one run of list words: the longest

@@ -194,13 +194,26 @@ fn worth_a_view(text: &str) -> (bool, Vec<Range<usize>>) {
     // invisible or compatibility character or a look-alike inside an ASCII
     // word (never in ASCII text), a vendor token or a secret's value before
     // a line break.
-    let words = if text.is_ascii() {
-        Vec::new()
-    } else {
+    // One pass over the characters outside ASCII (most texts have none, or
+    // a few dashes and arrows): the words are read only when a look-alike
+    // letter is there at all.
+    let (mut lookalike, mut foldable) = (false, false);
+    if !text.is_ascii() {
+        for c in text.chars().filter(|c| !c.is_ascii()) {
+            lookalike |= confusable(c).is_some();
+            foldable |= is_invisible(c) || worth_folding(c);
+            if lookalike && foldable {
+                break;
+            }
+        }
+    }
+    let words = if lookalike {
         mixed_script_words(text)
+    } else {
+        Vec::new()
     };
     let worth = !words.is_empty()
-        || (!text.is_ascii() && text.chars().any(|c| is_invisible(c) || worth_folding(c)))
+        || foldable
         || text.contains("\\\\\"")
         || text.contains("\\\\n")
         || broken_token().is_some_and(|re| re.is_match(text))
