@@ -70,9 +70,9 @@ fn joins(gap: &str) -> bool {
         // white space character.
         let escape = bytes[i] == b'\\' && matches!(bytes.get(i + 1), Some(b'n' | b'r' | b't'));
         let b = bytes[i];
-        if !escape
-            && !(b.is_ascii_whitespace() || b.is_ascii_digit() || b",\"'[]().:;-".contains(&b))
-        {
+        let separator =
+            b.is_ascii_whitespace() || b.is_ascii_digit() || b",\"'[]().:;-".contains(&b);
+        if !(escape || separator) {
             return false;
         }
         i += if escape { 2 } else { 1 };
