@@ -315,11 +315,7 @@ pub(crate) fn explain_index_error(root: &std::path::Path, error: anyhow::Error) 
     let Some(inner) = error.downcast_ref::<Error>() else {
         return error;
     };
-    let index_error = match inner {
-        Error::Index(_) => true,
-        Error::Io { path, .. } => path.as_path() == std::path::Path::new("text index"),
-        _ => false,
-    };
+    let index_error = knowledge_db::index::damage::index_cause(inner).is_some();
     // No context of its own: the chain is the error and its own sources.
     let own_chain = std::iter::successors(Some(inner as &dyn std::error::Error), |e| e.source());
     let bare_index_error = index_error && error.chain().count() == own_chain.count();

@@ -151,19 +151,27 @@ pub fn from_panic(root: &Path, payload: Box<dyn std::any::Any + Send>) -> Error 
     }
 }
 
+/// The index library's words when `error` is an index error (what
+/// [`explain`] makes specific): tantivy's own, or a fast field or document
+/// store read through `Error::io("text index", …)` ("Not valid utf-8" from a
+/// flipped `.fast` file).
+pub fn index_cause(error: &Error) -> Option<String> {
+    match error {
+        Error::Index(cause) => Some(cause.to_string()),
+        Error::Io { path, source } if path.as_path() == Path::new("text index") => {
+            Some(source.to_string())
+        }
+        _ => None,
+    }
+}
+
 /// An index error made specific: when the store's files show damage, the
 /// error names the damaged files ([`Error::Damaged`], with the index
 /// library's own words); any other error is returned as it was. For the
 /// edges (the CLI, the hooks), on the failure path only.
 pub fn explain(root: &Path, error: Error) -> Error {
-    let cause = match &error {
-        Error::Index(cause) => cause.to_string(),
-        // A fast field or document store read through `Error::io("text
-        // index", …)` ("Not valid utf-8" from a flipped `.fast` file).
-        Error::Io { path, source } if path.as_path() == Path::new("text index") => {
-            source.to_string()
-        }
-        _ => return error,
+    let Some(cause) = index_cause(&error) else {
+        return error;
     };
     // tantivy's writer threads lose the I/O error that stopped them ("An
     // index writer was killed"): a full or read-only file system is told

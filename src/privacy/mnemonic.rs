@@ -31,9 +31,8 @@ fn words() -> &'static [&'static str] {
     })
 }
 
-/// A word of 8 ASCII letters or fewer, lowercased, packed into an integer:
-/// every word of every text is looked up, and comparing integers is several
-/// times cheaper than comparing strings.
+/// A word of 3 to 8 ASCII letters, lowercased, packed into an integer: a
+/// lookup compares integers, several times cheaper than comparing strings.
 fn packed(word: &[u8]) -> Option<u64> {
     if !(3..=8).contains(&word.len()) {
         return None;

@@ -263,9 +263,6 @@ impl SearchEngine {
         scores: &[f32],
         pool: &[candidates::Candidate],
     ) -> Result<()> {
-        if !order.windows(2).any(|w| scores[w[0]] == scores[w[1]]) {
-            return Ok(());
-        }
         for run in order.chunk_by_mut(|&a, &b| scores[a].total_cmp(&scores[b]).is_eq()) {
             if run.len() < 2 {
                 continue;
