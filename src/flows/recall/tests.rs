@@ -21,97 +21,134 @@ fn hit(session: &str, score: f32, cosine: f32, coverage: f32, ranks: (usize, usi
     }
 }
 
+/// A hit's calibrated score, cosine, coverage and ranks (words, meaning);
+/// whether it should be confident; and why.
+type Case<'a> = (f32, f32, f32, (usize, usize), bool, &'a str);
+
+/// Checks each case against [`confident`] with the default settings.
+fn check(cases: &[Case<'_>], chance: Option<f32>) {
+    let settings = RecallSettings::default();
+    for &(score, cosine, coverage, ranks, expected, why) in cases {
+        let h = hit("s", score, cosine, coverage, ranks);
+        assert_eq!(confident(&h, &settings, chance), expected, "{why}");
+    }
+}
+
 #[test]
 fn meaning_and_words_or_both_retrievers_agreeing_make_a_memory_confident() {
-    let settings = RecallSettings::default();
-    // Meaning and words.
-    assert!(confident(&hit("s", 0.9, 0.5, 0.3, (5, 9)), &settings, None));
-    // Meaning, few words, and neither retriever puts it first: no.
-    assert!(!confident(
-        &hit("s", 0.9, 0.5, 0.15, (2, 2)),
-        &settings,
-        None
-    ));
-    // First by meaning and second by words: both retrievers agree.
-    assert!(confident(
-        &hit("s", 0.9, 0.5, 0.15, (2, 1)),
-        &settings,
-        None
-    ));
-    assert!(confident(
-        &hit("s", 0.9, 0.5, 0.15, (1, 3)),
-        &settings,
-        None
-    ));
-    // Agreement still needs some of the prompt's words, the cosine and the score.
-    assert!(!confident(
-        &hit("s", 0.9, 0.5, 0.05, (1, 1)),
-        &settings,
-        None
-    ));
-    assert!(!confident(
-        &hit("s", 0.9, 0.3, 0.15, (1, 1)),
-        &settings,
-        None
-    ));
-    assert!(!confident(
-        &hit("s", 0.4, 0.5, 0.15, (1, 1)),
-        &settings,
-        None
-    ));
-    // Nearly all of the words alone (identifiers, error codes).
-    assert!(confident(
-        &hit("s", 0.9, 0.1, 0.85, (1, 40)),
-        &settings,
-        None
-    ));
+    check(
+        &[
+            (0.9, 0.5, 0.3, (5, 9), true, "meaning and words"),
+            (
+                0.9,
+                0.5,
+                0.15,
+                (2, 2),
+                false,
+                "meaning, few words, first in neither",
+            ),
+            (
+                0.9,
+                0.5,
+                0.15,
+                (2, 1),
+                true,
+                "first by meaning, second by words",
+            ),
+            (
+                0.9,
+                0.5,
+                0.15,
+                (1, 3),
+                true,
+                "first by words, third by meaning",
+            ),
+            (
+                0.9,
+                0.5,
+                0.05,
+                (1, 1),
+                false,
+                "agreement still needs some words",
+            ),
+            (
+                0.9,
+                0.3,
+                0.15,
+                (1, 1),
+                false,
+                "agreement still needs the cosine",
+            ),
+            (
+                0.4,
+                0.5,
+                0.15,
+                (1, 1),
+                false,
+                "agreement still needs the score",
+            ),
+            (0.9, 0.1, 0.85, (1, 40), true, "nearly all the words alone"),
+        ],
+        None,
+    );
 }
 
 #[test]
 fn on_a_small_store_meaning_beyond_chance_is_enough() {
-    let settings = RecallSettings::default();
     let at_chance = crate::search::relevance::chance_cosine(6);
-    let chance = Some(at_chance);
-    let margin = settings.meaning_margin;
+    let margin = RecallSettings::default().meaning_margin;
     let close = at_chance + margin + 0.01;
-    // A low calibrated score, but closest in meaning well beyond chance.
-    assert!(confident(
-        &hit("s", 0.03, close, 0.15, (2, 1)),
-        &settings,
-        chance
-    ));
-    // Agreed on by both retrievers.
-    assert!(confident(
-        &hit("s", 0.03, close, 0.15, (1, 3)),
-        &settings,
-        chance
-    ));
-    // Neither the closest nor agreed on: no.
-    assert!(!confident(
-        &hit("s", 0.03, close, 0.15, (2, 2)),
-        &settings,
-        chance
-    ));
-    // Within chance's reach: no.
     let near_chance = at_chance + margin - 0.01;
-    assert!(!confident(
-        &hit("s", 0.03, near_chance, 0.15, (1, 1)),
-        &settings,
-        chance
-    ));
-    // None of the prompt's words: no.
-    assert!(!confident(
-        &hit("s", 0.03, close, 0.05, (1, 1)),
-        &settings,
-        chance
-    ));
+    check(
+        &[
+            (
+                0.03,
+                close,
+                0.15,
+                (2, 1),
+                true,
+                "a low score, closest in meaning beyond chance",
+            ),
+            (
+                0.03,
+                close,
+                0.15,
+                (1, 3),
+                true,
+                "agreed on by both retrievers",
+            ),
+            (
+                0.03,
+                close,
+                0.15,
+                (2, 2),
+                false,
+                "neither the closest nor agreed on",
+            ),
+            (
+                0.03,
+                near_chance,
+                0.15,
+                (1, 1),
+                false,
+                "within chance's reach",
+            ),
+            (
+                0.03,
+                close,
+                0.05,
+                (1, 1),
+                false,
+                "none of the prompt's words",
+            ),
+        ],
+        Some(at_chance),
+    );
     // On a store of 30,000 records the same cosine is chance.
-    let large = Some(crate::search::relevance::chance_cosine(30_000));
-    assert!(!confident(
-        &hit("s", 0.03, close, 0.15, (1, 1)),
-        &settings,
-        large
-    ));
+    check(
+        &[(0.03, close, 0.15, (1, 1), false, "chance at 30,000 records")],
+        Some(crate::search::relevance::chance_cosine(30_000)),
+    );
 }
 
 fn memory_of(n: usize, text_chars: usize) -> Memory {
